@@ -1,0 +1,101 @@
+"""Rebuild the real data sets shipped in src/geodp/datasets/data/ (run once by maintainers).
+
+Sources: the geomstats 2.8.0 wheel (unpacked, path given as argument; obtain it with
+``pip download --no-deps geomstats==2.8.0`` and unzip) and scikit-learn's bundled digits and iris.
+Nothing here runs at install or run time.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+from sklearn.datasets import load_digits, load_iris
+
+OUT = Path(__file__).resolve().parents[1] / "src" / "geodp" / "datasets" / "data"
+CELL_LANDMARKS = 40
+COV_ETA = 1e-6
+
+
+def save(name: str, points: np.ndarray, labels: np.ndarray, **meta) -> None:
+    np.savez_compressed(OUT / f"{name}.npz", points=points, labels=labels,
+                        meta=np.array(json.dumps(meta)))
+    print(name, points.shape, (OUT / f"{name}.npz").stat().st_size, "bytes")
+
+
+def cities(data: Path) -> None:
+    import csv
+
+    with open(data / "cities" / "cities.csv", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    lat = np.radians([float(r["lat"]) for r in rows])
+    lon = np.radians([float(r["lng"]) for r in rows])
+    xyz = np.stack([np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)], axis=-1)
+    xyz /= np.linalg.norm(xyz, axis=-1, keepdims=True)
+    save("cities", xyz, np.array([r["city_ascii"] for r in rows]))
+
+
+def resample_closed_curve(curve: np.ndarray, k: int) -> np.ndarray:
+    closed = np.vstack([curve, curve[:1]])
+    seg = np.linalg.norm(np.diff(closed, axis=0), axis=1)
+    s = np.concatenate([[0.0], np.cumsum(seg)])
+    t = np.linspace(0.0, s[-1], k, endpoint=False)
+    return np.stack([np.interp(t, s, closed[:, 0]), np.interp(t, s, closed[:, 1])], axis=-1)
+
+
+def cells(data: Path) -> None:
+    text = (data / "cells" / "cells.txt").read_text()
+    curves = [np.array([[float(c) for c in line.split()] for line in block.split("\n") if line])
+              for block in text.split("\n\n") if block.strip()]
+    shapes = np.stack([resample_closed_curve(c, CELL_LANDMARKS) for c in curves])
+    shapes -= shapes.mean(axis=1, keepdims=True)
+    shapes /= np.linalg.norm(shapes, axis=(1, 2), keepdims=True)
+    lines = (data / "cells" / "cell_lines.txt").read_text().split()
+    treat = (data / "cells" / "treatments.txt").read_text().split()
+    labels = np.array([f"{a}/{b}" for a, b in zip(lines, treat)])
+    save("cells", shapes, labels, landmarks=CELL_LANDMARKS)
+
+
+def digit_features(images: np.ndarray) -> np.ndarray:
+    """Per-pixel features (I, |dI/dx|, |dI/dy|, |d2I/dx2|, |d2I/dy2|), central differences."""
+    dy, dx = np.gradient(images, axis=(1, 2))
+    dyy = np.gradient(dy, axis=1)
+    dxx = np.gradient(dx, axis=2)
+    feats = np.stack([images, np.abs(dx), np.abs(dy), np.abs(dxx), np.abs(dyy)], axis=-1)
+    return feats.reshape(len(images), -1, 5)
+
+
+def digits() -> None:
+    d = load_digits()
+    images, y = d.images.astype(float), d.target
+    f = digit_features(images)
+    centred = f - f.mean(axis=1, keepdims=True)
+    cov = np.einsum("npi,npj->nij", centred, centred) / f.shape[1] + COV_ETA * np.eye(5)
+    save("digits-covariance", cov, y, eta=COV_ETA, feature_bound=16.0)
+
+    counts = np.stack([np.bincount(im.astype(int).ravel(), minlength=17) for im in images])
+    save("digits-histograms", np.sqrt(counts / counts.sum(axis=1, keepdims=True)), y, bins=17)
+
+    mu = images.reshape(len(images), -1).mean(axis=1)
+    sigma = images.reshape(len(images), -1).std(axis=1)
+    x, yy = mu / np.sqrt(2.0), sigma
+    radius = np.sqrt(2.0)
+    s = x * x + yy * yy
+    hyper = radius * np.stack([(1 + s) / (2 * yy), x / yy, (1 - s) / (2 * yy)], axis=-1)
+    save("digits-gaussians", hyper, y)
+
+
+def iris() -> None:
+    d = load_iris()
+    save("iris", d.data.astype(float), d.target)
+
+
+if __name__ == "__main__":
+    OUT.mkdir(parents=True, exist_ok=True)
+    geomstats_data = Path(sys.argv[1])
+    cities(geomstats_data)
+    cells(geomstats_data)
+    digits()
+    iris()

@@ -1,0 +1,10 @@
+"""Riemannian manifolds with closed-form geometry, vectorised over batches of points."""
+
+from .base import Manifold
+from .euclidean import Euclidean
+from .hyperbolic import Hyperbolic
+from .kendall import KendallShape
+from .sphere import Sphere
+from .spd import SPD
+
+__all__ = ["Manifold", "Euclidean", "Sphere", "Hyperbolic", "SPD", "KendallShape"]

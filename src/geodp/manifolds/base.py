@@ -1,0 +1,221 @@
+"""The manifold protocol shared by every geometry in geodp.
+
+Every method is vectorised over leading batch dimensions: a point array has shape
+``(..., *point_shape)`` and the batch dimensions of the arguments broadcast against each other.
+Tangent vectors are stored in the same ambient representation as points.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+Array = np.ndarray
+
+
+class Manifold(ABC):
+    """A complete Riemannian manifold with closed-form exponential and logarithm maps.
+
+    Subclasses set ``dim`` (intrinsic dimension), ``point_shape`` and implement the abstract
+    methods. ``tolerance`` is the distance from the manifold (in the ambient representation)
+    that ``check_point`` and ``check_tangent`` accept.
+    """
+
+    dim: int
+    point_shape: tuple[int, ...]
+    tolerance: float = 1e-8
+
+    # ----------------------------------------------------------------- geometry facts
+    @property
+    @abstractmethod
+    def curvature_bounds(self) -> tuple[float, float]:
+        """Lower and upper bounds (k_min, k_max) of the sectional curvature."""
+
+    @property
+    @abstractmethod
+    def injectivity_radius(self) -> float:
+        """Infimum over points of the injectivity radius (``inf`` for Hadamard manifolds)."""
+
+    @property
+    def is_hadamard(self) -> bool:
+        """True when the manifold is complete, simply connected and non-positively curved."""
+        return self.curvature_bounds[1] <= 0.0
+
+    # ----------------------------------------------------------------- maps
+    @abstractmethod
+    def exp(self, p: Array, v: Array) -> Array:
+        """Riemannian exponential map Exp_p(v)."""
+
+    @abstractmethod
+    def log(self, p: Array, q: Array) -> Array:
+        """Riemannian logarithm Log_p(q): the initial velocity of the minimising geodesic."""
+
+    @abstractmethod
+    def inner(self, p: Array, u: Array, v: Array) -> Array:
+        """Riemannian inner product g_p(u, v)."""
+
+    def norm(self, p: Array, v: Array) -> Array:
+        """Riemannian norm |v|_p."""
+        return np.sqrt(np.maximum(self.inner(p, v, v), 0.0))
+
+    def dist(self, p: Array, q: Array) -> Array:
+        """Geodesic distance rho(p, q) = |Log_p(q)|_p."""
+        return self.norm(p, self.log(p, q))
+
+    @abstractmethod
+    def transport(self, p: Array, q: Array, v: Array) -> Array:
+        """Parallel transport of v in T_p along the minimising geodesic from p to q."""
+
+    # ----------------------------------------------------------------- projections
+    @abstractmethod
+    def project(self, x: Array) -> Array:
+        """Nearest point (or canonical retraction) of an ambient array onto the manifold."""
+
+    @abstractmethod
+    def to_tangent(self, p: Array, x: Array) -> Array:
+        """Orthogonal projection of an ambient array onto T_p."""
+
+    @abstractmethod
+    def egrad_to_rgrad(self, p: Array, g: Array) -> Array:
+        """Riemannian gradient at p from the Euclidean (ambient) gradient g."""
+
+    # ----------------------------------------------------------------- coordinates
+    @abstractmethod
+    def to_coords(self, p: Array, v: Array) -> Array:
+        """Coordinates (..., dim) of v in the orthonormal basis ``tangent_basis(p)``."""
+
+    @abstractmethod
+    def from_coords(self, p: Array, c: Array) -> Array:
+        """Tangent vector at p with orthonormal coordinates c (inverse of ``to_coords``)."""
+
+    def tangent_basis(self, p: Array) -> Array:
+        """Orthonormal basis of T_p, shape (..., dim, *point_shape)."""
+        p = np.asarray(p, dtype=float)
+        p_b = np.expand_dims(p, -len(self.point_shape) - 1)
+        return self.from_coords(p_b, np.eye(self.dim))
+
+    # ----------------------------------------------------------------- volume
+    @abstractmethod
+    def volume_density(self, p: Array, v: Array) -> Array:
+        """Jacobian determinant of Exp_p at v, in orthonormal frames at p and Exp_p(v).
+
+        The Riemannian volume in geodesic polar coordinates around p is
+        ``volume_density(p, v) * dv`` with dv the Lebesgue measure of T_p.
+        """
+
+    def max_volume_density(self, radius: float) -> float:
+        """An upper bound of ``volume_density(p, v)`` over all p and |v| <= radius."""
+        return 1.0
+
+    # ----------------------------------------------------------------- checks
+    def _batch_shape(self, x: Array, what: str) -> tuple[int, ...]:
+        nd = len(self.point_shape)
+        if x.ndim < nd or x.shape[x.ndim - nd:] != self.point_shape:
+            raise ValueError(
+                f"{what} must have trailing shape {self.point_shape} for {self!r}, "
+                f"got an array of shape {x.shape}"
+            )
+        if not np.all(np.isfinite(x)):
+            raise ValueError(f"{what} contains NaN or infinite values")
+        return x.shape[: x.ndim - nd]
+
+    @abstractmethod
+    def _point_defect(self, x: Array) -> Array:
+        """Distance-like measure of how far each x is from the manifold (0 on it)."""
+
+    @abstractmethod
+    def _tangent_defect(self, p: Array, v: Array) -> Array:
+        """Distance-like measure of how far v is from T_p (0 when tangent)."""
+
+    def check_point(self, x: Array) -> Array:
+        """Return x as a float array, or raise ``ValueError`` if it is not on the manifold."""
+        x = np.asarray(x, dtype=float)
+        self._batch_shape(x, "point")
+        defect = self._point_defect(x)
+        bad = ~(defect <= self.tolerance)
+        if np.any(bad):
+            raise ValueError(
+                f"{int(np.sum(bad))} of {bad.size} points are not on {self!r}: largest defect "
+                f"{float(np.max(defect)):.3g} exceeds the tolerance {self.tolerance:g}"
+                f"{self._defect_hint()}"
+            )
+        return x
+
+    def _defect_hint(self) -> str:
+        return ""
+
+    def check_tangent(self, p: Array, v: Array) -> Array:
+        """Return v as a float array, or raise ``ValueError`` if it is not tangent at p."""
+        v = np.asarray(v, dtype=float)
+        self._batch_shape(v, "tangent vector")
+        defect = self._tangent_defect(np.asarray(p, dtype=float), v)
+        bad = ~(defect <= self.tolerance)
+        if np.any(bad):
+            raise ValueError(
+                f"{int(np.sum(bad))} of {bad.size} vectors are not tangent to {self!r}: "
+                f"largest defect {float(np.max(defect)):.3g} exceeds the tolerance "
+                f"{self.tolerance:g}"
+            )
+        return v
+
+    # ----------------------------------------------------------------- sampling helpers
+    def random_direction(self, p: Array, size: int | tuple[int, ...] | None,
+                         rng: np.random.Generator) -> Array:
+        """Unit tangent vectors at p, uniform on the unit sphere of T_p.
+
+        The result has shape ``size + batch(p) + point_shape``.
+        """
+        p = np.asarray(p, dtype=float)
+        batch = p.shape[: p.ndim - len(self.point_shape)]
+        size = () if size is None else (size,) if np.isscalar(size) else tuple(size)
+        c = rng.standard_normal(size + batch + (self.dim,))
+        c /= np.linalg.norm(c, axis=-1, keepdims=True)
+        return self.from_coords(p, c)
+
+    def random_ball(self, center: Array, radius: float,
+                    size: int | tuple[int, ...] | None = None,
+                    rng: np.random.Generator | None = None) -> Array:
+        """Points uniform (for the Riemannian volume) in the geodesic ball B_radius(center).
+
+        Geodesic polar coordinates: a uniform direction u and a radius t are accepted with
+        probability ``volume_density(center, t u) / max_volume_density(radius)``, with t drawn
+        from the Euclidean law t^(dim-1) on [0, radius].
+        """
+        if not (0.0 < radius <= self.injectivity_radius):
+            raise ValueError(
+                f"radius must lie in (0, injectivity radius {self.injectivity_radius:g}], "
+                f"got {radius}"
+            )
+        rng = as_generator(rng)
+        center = self.check_point(center)
+        if center.ndim != len(self.point_shape):
+            raise ValueError("random_ball takes a single center point")
+        size = () if size is None else (size,) if np.isscalar(size) else tuple(size)
+        total = int(np.prod(size, dtype=int))
+        bound = self.max_volume_density(radius)
+        out = np.empty((total,) + self.point_shape)
+        filled = 0
+        while filled < total:
+            m = max(2 * (total - filled), 64)
+            c = rng.standard_normal((m, self.dim))
+            c *= radius * rng.random(m)[:, None] ** (1.0 / self.dim) / np.linalg.norm(
+                c, axis=-1, keepdims=True)
+            v = self.from_coords(center, c)
+            keep = rng.random(m) * bound <= self.volume_density(center, v)
+            accepted = self.exp(center, v[keep])[: total - filled]
+            out[filled: filled + len(accepted)] = accepted
+            filled += len(accepted)
+        return out.reshape(size + self.point_shape)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.dim})"
+
+
+def as_generator(rng: np.random.Generator | int | None) -> np.random.Generator:
+    """A ``numpy.random.Generator`` from a generator, a seed, or fresh OS entropy."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None or isinstance(rng, (int, np.integer)):
+        return np.random.default_rng(rng)
+    raise TypeError(f"rng must be a numpy.random.Generator, an int seed or None, got {rng!r}")

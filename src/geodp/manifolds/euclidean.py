@@ -1,0 +1,64 @@
+"""Euclidean space R^d with the standard inner product."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Array, Manifold
+
+
+class Euclidean(Manifold):
+    """R^dim, points and tangent vectors as arrays of shape (..., dim)."""
+
+    def __init__(self, dim: int):
+        if int(dim) < 1:
+            raise ValueError(f"dim must be a positive integer, got {dim}")
+        self.dim = int(dim)
+        self.point_shape = (self.dim,)
+
+    @property
+    def curvature_bounds(self) -> tuple[float, float]:
+        return (0.0, 0.0)
+
+    @property
+    def injectivity_radius(self) -> float:
+        return float("inf")
+
+    def exp(self, p: Array, v: Array) -> Array:
+        return np.asarray(p, dtype=float) + v
+
+    def log(self, p: Array, q: Array) -> Array:
+        return np.asarray(q, dtype=float) - p
+
+    def inner(self, p: Array, u: Array, v: Array) -> Array:
+        return np.einsum("...i,...i->...", u, v)
+
+    def dist(self, p: Array, q: Array) -> Array:
+        return np.linalg.norm(np.asarray(q, dtype=float) - p, axis=-1)
+
+    def transport(self, p: Array, q: Array, v: Array) -> Array:
+        return np.broadcast_to(v, np.broadcast_shapes(np.shape(p), np.shape(q), np.shape(v))).copy()
+
+    def project(self, x: Array) -> Array:
+        return np.asarray(x, dtype=float)
+
+    def to_tangent(self, p: Array, x: Array) -> Array:
+        return np.asarray(x, dtype=float) + 0.0 * np.asarray(p)
+
+    def egrad_to_rgrad(self, p: Array, g: Array) -> Array:
+        return self.to_tangent(p, g)
+
+    def to_coords(self, p: Array, v: Array) -> Array:
+        return self.to_tangent(p, v)
+
+    def from_coords(self, p: Array, c: Array) -> Array:
+        return self.to_tangent(p, c)
+
+    def volume_density(self, p: Array, v: Array) -> Array:
+        return np.ones(np.broadcast_shapes(np.shape(p), np.shape(v))[:-1])
+
+    def _point_defect(self, x: Array) -> Array:
+        return np.zeros(x.shape[:-1])
+
+    def _tangent_defect(self, p: Array, v: Array) -> Array:
+        return np.zeros(np.broadcast_shapes(p.shape, v.shape)[:-1])

@@ -1,0 +1,124 @@
+"""Hyperbolic space of curvature -k in the hyperboloid (Lorentz) model."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._special import inv_sinhc, log_sinhc, sinhc
+from .base import Array, Manifold
+
+
+def minkowski(a: Array, b: Array) -> Array:
+    """Lorentzian inner product -a_0 b_0 + sum_i a_i b_i."""
+    a = np.asarray(a, dtype=float)
+    return np.einsum("...i,...i->...", a[..., 1:], b[..., 1:]) - a[..., 0] * np.asarray(b)[..., 0]
+
+
+class Hyperbolic(Manifold):
+    """H^dim with constant curvature ``curvature`` < 0, as the hyperboloid sheet
+
+    -x_0^2 + sum_i x_i^2 = 1/curvature = -R^2, x_0 > 0, in R^(dim+1) with the metric induced by the
+    Minkowski form.
+    """
+
+    def __init__(self, dim: int, curvature: float = -1.0):
+        if int(dim) < 1:
+            raise ValueError(f"dim must be a positive integer, got {dim}")
+        if not (np.isfinite(curvature) and curvature < 0):
+            raise ValueError(f"hyperbolic space needs a negative finite curvature, got {curvature}")
+        self.dim = int(dim)
+        self.curvature = float(curvature)
+        self.radius = 1.0 / np.sqrt(-self.curvature)
+        self.point_shape = (self.dim + 1,)
+
+    def __repr__(self) -> str:
+        if self.curvature == -1.0:
+            return f"Hyperbolic({self.dim})"
+        return f"Hyperbolic({self.dim}, curvature={self.curvature:g})"
+
+    @property
+    def curvature_bounds(self) -> tuple[float, float]:
+        return (self.curvature, self.curvature)
+
+    @property
+    def injectivity_radius(self) -> float:
+        return float("inf")
+
+    def inner(self, p: Array, u: Array, v: Array) -> Array:
+        return minkowski(u, v)
+
+    def exp(self, p: Array, v: Array) -> Array:
+        """Exp_p(v) = cosh(|v|/R) p + sinhc(|v|/R) v."""
+        t = np.sqrt(np.maximum(minkowski(v, v), 0.0))[..., None] / self.radius
+        return np.cosh(t) * p + sinhc(t) * v
+
+    def _angle(self, p: Array, q: Array) -> Array:
+        """rho/R = 2 asinh(|q - p|_L / (2R)), accurate at small distances."""
+        d = np.asarray(q, dtype=float) - p
+        chord = np.sqrt(np.maximum(minkowski(d, d), 0.0))
+        return 2.0 * np.arcsinh(chord / (2.0 * self.radius))
+
+    def dist(self, p: Array, q: Array) -> Array:
+        return self.radius * self._angle(p, q)
+
+    def log(self, p: Array, q: Array) -> Array:
+        """Log_p(q) = theta/sinh(theta) (q - cosh(theta) p)."""
+        theta = self._angle(p, q)[..., None]
+        return inv_sinhc(theta) * (q - np.cosh(theta) * p)
+
+    def transport(self, p: Array, q: Array, v: Array) -> Array:
+        """Gamma(v) = v + <q, v>_L / (R^2 - <p, q>_L) (p + q)."""
+        p = np.asarray(p, dtype=float)
+        coef = minkowski(q, v) / (self.radius**2 - minkowski(p, q))
+        return v + coef[..., None] * (p + q)
+
+    def project(self, x: Array) -> Array:
+        """Keep the space-like coordinates and solve for the time-like one."""
+        x = np.asarray(x, dtype=float)
+        out = x.copy()
+        out[..., 0] = np.sqrt(self.radius**2 + np.sum(x[..., 1:] ** 2, axis=-1))
+        return out
+
+    def to_tangent(self, p: Array, x: Array) -> Array:
+        p = np.asarray(p, dtype=float)
+        return x + (minkowski(p, x) / self.radius**2)[..., None] * p
+
+    def egrad_to_rgrad(self, p: Array, g: Array) -> Array:
+        g = np.array(g, dtype=float)
+        g[..., 0] *= -1.0
+        return self.to_tangent(p, g)
+
+    def to_coords(self, p: Array, v: Array) -> Array:
+        """Coordinates in the basis obtained by boosting e_1..e_dim from the base point (R, 0)."""
+        y = np.asarray(p, dtype=float) / self.radius
+        ybar = y[..., 1:]
+        vbar = np.asarray(v)[..., 1:]
+        s = np.einsum("...i,...i->...", ybar, vbar) / (1.0 + y[..., 0])
+        return vbar - ybar * (np.asarray(v)[..., :1] - s[..., None])
+
+    def from_coords(self, p: Array, c: Array) -> Array:
+        y = np.asarray(p, dtype=float) / self.radius
+        ybar = y[..., 1:]
+        yc = np.einsum("...i,...i->...", ybar, c)
+        space = c + ybar * (yc / (1.0 + y[..., 0]))[..., None]
+        return np.concatenate([yc[..., None] + 0.0 * space[..., :1], space], axis=-1)
+
+    def volume_density(self, p: Array, v: Array) -> Array:
+        """(sinh(|v|/R) / (|v|/R))^(dim-1)."""
+        t = np.sqrt(np.maximum(minkowski(v, v), 0.0)) / self.radius
+        return np.exp((self.dim - 1) * log_sinhc(t))
+
+    def max_volume_density(self, radius: float) -> float:
+        return float(np.exp((self.dim - 1) * log_sinhc(radius / self.radius)))
+
+    def _point_defect(self, x: Array) -> Array:
+        scale = self.radius**2 + x[..., 0] ** 2
+        lorentz = np.abs(minkowski(x, x) + self.radius**2) / scale
+        return np.where(x[..., 0] > 0, lorentz, np.inf)
+
+    def _defect_hint(self) -> str:
+        return (f" (points must satisfy -x0^2 + sum xi^2 = {-self.radius**2:g} with x0 > 0; "
+                f"Hyperbolic.project fixes x0)")
+
+    def _tangent_defect(self, p: Array, v: Array) -> Array:
+        return np.abs(minkowski(p, v)) / self.radius

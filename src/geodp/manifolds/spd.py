@@ -1,0 +1,212 @@
+"""Symmetric positive-definite matrices with the affine-invariant or the log-Euclidean metric."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _matrix as mx
+from ._special import log_sinhc
+from .base import Array, Manifold
+
+METRICS = ("affine", "log-euclidean")
+
+
+class SPD(Manifold):
+    """SPD(n): symmetric positive-definite n x n matrices, points of shape (..., n, n).
+
+    ``metric="affine"``: the affine-invariant (Rao-Fisher) metric g_P(U, V) = tr(P^-1 U P^-1 V),
+    sectional curvature in [-1/2, 0] (for n >= 2). ``metric="log-euclidean"``: the pull-back of the
+    Frobenius metric by the matrix logarithm, a flat metric. Tangent vectors are symmetric matrices.
+    """
+
+    def __new__(cls, n: int, metric: str = "affine"):
+        if cls is SPD:
+            if metric not in METRICS:
+                raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+            cls = AffineInvariantSPD if metric == "affine" else LogEuclideanSPD
+        return super().__new__(cls)
+
+    def __init__(self, n: int, metric: str = "affine"):
+        if int(n) < 1:
+            raise ValueError(f"n must be a positive integer, got {n}")
+        self.n = int(n)
+        self.metric = metric
+        self.dim = self.n * (self.n + 1) // 2
+        self.point_shape = (self.n, self.n)
+
+    def __repr__(self) -> str:
+        return f"SPD({self.n}, metric={self.metric!r})"
+
+    @property
+    def injectivity_radius(self) -> float:
+        return float("inf")
+
+    def project(self, x: Array) -> Array:
+        """Symmetric part with eigenvalues floored at 1e-12 times the largest one."""
+        w, v = mx.eigh(mx.sym(x))
+        floor = 1e-12 * np.max(np.abs(w), axis=-1, keepdims=True)
+        return mx.from_eig(np.maximum(w, floor), v)
+
+    def to_tangent(self, p: Array, x: Array) -> Array:
+        return mx.sym(x) + 0.0 * np.asarray(p)
+
+    def _point_defect(self, x: Array) -> Array:
+        asym = np.linalg.norm(x - np.swapaxes(x, -1, -2), axis=(-2, -1))
+        return asym / (1.0 + np.linalg.norm(x, axis=(-2, -1)))
+
+    def _tangent_defect(self, p: Array, v: Array) -> Array:
+        asym = np.linalg.norm(v - np.swapaxes(v, -1, -2), axis=(-2, -1))
+        return asym / (1.0 + np.linalg.norm(v, axis=(-2, -1)))
+
+    def check_point(self, x: Array) -> Array:
+        x = super().check_point(x)
+        lam = mx.eigvalsh(x)[..., 0]
+        bad = ~(lam > 0)
+        if np.any(bad):
+            raise ValueError(
+                f"{int(np.sum(bad))} of {bad.size} matrices are not positive definite "
+                f"(smallest eigenvalue {float(np.min(lam)):.3g}); SPD.project floors the eigenvalues"
+            )
+        return x
+
+    def _defect_hint(self) -> str:
+        return " (SPD points must be symmetric: relative asymmetry |X - X^T| / (1 + |X|))"
+
+
+class AffineInvariantSPD(SPD):
+    """SPD(n) with g_P(U, V) = tr(P^-1 U P^-1 V); computations whiten by the Cholesky factor of P."""
+
+    @property
+    def curvature_bounds(self) -> tuple[float, float]:
+        return (-0.5 if self.n > 1 else 0.0, 0.0)
+
+    @staticmethod
+    def _factor(p: Array) -> tuple[Array, Array]:
+        l = np.linalg.cholesky(mx.sym(p))
+        return l, np.linalg.inv(l)
+
+    @staticmethod
+    def _whiten(linv: Array, x: Array) -> Array:
+        return mx.sym(mx.congruence(linv, x))
+
+    def exp(self, p: Array, v: Array) -> Array:
+        """Exp_P(V) = L expm(L^-1 V L^-T) L^T with P = L L^T."""
+        l, linv = self._factor(p)
+        return mx.sym(mx.congruence(l, mx.funcm(self._whiten(linv, v), np.exp)))
+
+    def log(self, p: Array, q: Array) -> Array:
+        """Log_P(Q) = L logm(L^-1 Q L^-T) L^T."""
+        l, linv = self._factor(p)
+        return mx.sym(mx.congruence(l, mx.funcm(self._whiten(linv, q), np.log)))
+
+    def dist(self, p: Array, q: Array) -> Array:
+        """rho(P, Q) = |logm(P^-1/2 Q P^-1/2)|_F, from the generalised eigenvalues of (Q, P)."""
+        _, linv = self._factor(p)
+        lam = mx.eigvalsh(self._whiten(linv, q))
+        return np.sqrt(np.sum(np.log(lam) ** 2, axis=-1))
+
+    def inner(self, p: Array, u: Array, v: Array) -> Array:
+        _, linv = self._factor(p)
+        return np.sum(self._whiten(linv, u) * self._whiten(linv, v), axis=(-2, -1))
+
+    def transport(self, p: Array, q: Array, v: Array) -> Array:
+        """Gamma(V) = E V E^T with E = L sqrtm(L^-1 Q L^-T) L^-1."""
+        l, linv = self._factor(p)
+        e = l @ mx.funcm(self._whiten(linv, q), np.sqrt) @ linv
+        return mx.sym(mx.congruence(e, v))
+
+    def egrad_to_rgrad(self, p: Array, g: Array) -> Array:
+        """P sym(G) P."""
+        p = np.asarray(p, dtype=float)
+        return mx.sym(p @ mx.sym(g) @ p)
+
+    def to_coords(self, p: Array, v: Array) -> Array:
+        """Orthonormal coordinates of L^-1 V L^-T (basis L E_ij L^T)."""
+        _, linv = self._factor(p)
+        return mx.sym_to_coords(self._whiten(linv, v))
+
+    def from_coords(self, p: Array, c: Array) -> Array:
+        l, _ = self._factor(p)
+        return mx.congruence(l, mx.coords_to_sym(c, self.n))
+
+    def volume_density(self, p: Array, v: Array) -> Array:
+        """prod_{i<j} sinh(|l_i - l_j|/2) / (|l_i - l_j|/2), l the eigenvalues of L^-1 V L^-T.
+
+        The Jacobi operator in direction V has eigenvalues -(l_i - l_j)^2/4 (Hajri et al. 2016).
+        """
+        _, linv = self._factor(p)
+        lam = mx.eigvalsh(self._whiten(linv, v))
+        iu = np.triu_indices(self.n, 1)
+        gaps = 0.5 * np.abs(lam[..., iu[0]] - lam[..., iu[1]])
+        return np.exp(np.sum(log_sinhc(gaps), axis=-1))
+
+    def max_volume_density(self, radius: float) -> float:
+        """Each gap |l_i - l_j|/2 is at most radius/sqrt(2) when sum l_i^2 <= radius^2."""
+        pairs = self.n * (self.n - 1) // 2
+        return float(np.exp(pairs * log_sinhc(radius / np.sqrt(2.0))))
+
+
+class LogEuclideanSPD(SPD):
+    """SPD(n) with g_P(U, V) = <D log_P(U), D log_P(V)>_F (Arsigny et al. 2007), a flat metric.
+
+    Fréchet derivatives of log and exp use the Daleckii-Krein divided differences.
+    """
+
+    @property
+    def curvature_bounds(self) -> tuple[float, float]:
+        return (0.0, 0.0)
+
+    @staticmethod
+    def _dlog(p: Array) -> tuple[Array, Array, Array]:
+        """Eigenvalues, eigenvectors and log divided differences of P."""
+        w, u = mx.eigh(p)
+        return w, u, mx.divided_differences_log(w)
+
+    def _log_coords(self, p: Array, v: Array) -> Array:
+        """D log_P[V]."""
+        _, u, g = self._dlog(p)
+        return mx.frechet_derivative(u, g, mx.sym(v))
+
+    @staticmethod
+    def _dexp_at_log(p: Array, s: Array) -> Array:
+        """D exp_{log P}[S], the inverse of D log_P."""
+        w, u = mx.eigh(p)
+        return mx.frechet_derivative(u, mx.divided_differences_exp(np.log(w)), s)
+
+    def exp(self, p: Array, v: Array) -> Array:
+        """Exp_P(V) = expm(logm P + D log_P[V])."""
+        w, u, g = self._dlog(p)
+        x = mx.from_eig(np.log(w), u) + mx.frechet_derivative(u, g, mx.sym(v))
+        return mx.funcm(x, np.exp)
+
+    def log(self, p: Array, q: Array) -> Array:
+        """Log_P(Q) = D exp_{logm P}[logm Q - logm P]."""
+        w, u = mx.eigh(p)
+        diff = mx.funcm(q, np.log) - mx.from_eig(np.log(w), u)
+        return mx.frechet_derivative(u, mx.divided_differences_exp(np.log(w)), diff)
+
+    def dist(self, p: Array, q: Array) -> Array:
+        return np.linalg.norm(mx.funcm(q, np.log) - mx.funcm(p, np.log), axis=(-2, -1))
+
+    def inner(self, p: Array, u: Array, v: Array) -> Array:
+        _, vecs, g = self._dlog(p)
+        du = mx.frechet_derivative(vecs, g, mx.sym(u))
+        dv = mx.frechet_derivative(vecs, g, mx.sym(v))
+        return np.sum(du * dv, axis=(-2, -1))
+
+    def transport(self, p: Array, q: Array, v: Array) -> Array:
+        """D exp_{log Q}[D log_P[V]]: translation in log coordinates."""
+        return self._dexp_at_log(q, self._log_coords(p, v))
+
+    def egrad_to_rgrad(self, p: Array, g: Array) -> Array:
+        """(D log_P)^-2 applied to sym(G), as D log_P is self-adjoint for the Frobenius product."""
+        return self._dexp_at_log(p, self._dexp_at_log(p, mx.sym(g)))
+
+    def to_coords(self, p: Array, v: Array) -> Array:
+        return mx.sym_to_coords(self._log_coords(p, v))
+
+    def from_coords(self, p: Array, c: Array) -> Array:
+        return self._dexp_at_log(p, mx.coords_to_sym(c, self.n))
+
+    def volume_density(self, p: Array, v: Array) -> Array:
+        return np.ones(np.broadcast_shapes(np.shape(p), np.shape(v))[:-2])

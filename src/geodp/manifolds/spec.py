@@ -1,0 +1,38 @@
+"""Parse manifold specifications written on the command line, e.g. ``spd:3,metric=log-euclidean``."""
+
+from __future__ import annotations
+
+from .base import Manifold
+from .euclidean import Euclidean
+from .hyperbolic import Hyperbolic
+from .kendall import KendallShape
+from .spd import SPD
+from .sphere import Sphere
+
+_FAMILIES = {
+    "euclidean": (Euclidean, {}),
+    "sphere": (Sphere, {"curvature": float}),
+    "hyperbolic": (Hyperbolic, {"curvature": float}),
+    "spd": (SPD, {"metric": str}),
+    "kendall": (KendallShape, {}),
+}
+
+SPEC_HELP = ("manifold as FAMILY:SIZE[,key=value]: euclidean:3, sphere:2[,curvature=1], "
+             "hyperbolic:2[,curvature=-1], spd:3[,metric=affine|log-euclidean], kendall:K (landmarks)")
+
+
+def manifold_from_spec(spec: str) -> Manifold:
+    """Build a manifold from ``FAMILY:SIZE[,key=value,...]``."""
+    family, _, rest = spec.partition(":")
+    family = family.strip().lower()
+    if family not in _FAMILIES or not rest:
+        raise ValueError(f"cannot read manifold {spec!r}; expected {SPEC_HELP}")
+    cls, options = _FAMILIES[family]
+    size, *pairs = rest.split(",")
+    kwargs = {}
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        if key not in options:
+            raise ValueError(f"{family} takes no option {key!r}; options: {sorted(options) or 'none'}")
+        kwargs[key] = options[key](value)
+    return cls(int(size), **kwargs)

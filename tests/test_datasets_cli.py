@@ -1,0 +1,64 @@
+"""Shipped data sets and the command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import geodp.datasets as datasets
+from geodp.cli import main
+
+
+@pytest.mark.parametrize("name", datasets.names())
+def test_datasets_load_onto_their_manifold(name):
+    ds = datasets.load(name)
+    points, manifold = ds
+    manifold.check_point(points)
+    assert len(ds.labels) == len(points) > 10
+    assert ds.source
+
+
+def test_every_family_has_real_data():
+    families = {type(datasets.load(n).manifold).__name__ for n in datasets.names()}
+    assert {"Euclidean", "Sphere", "Hyperbolic", "AffineInvariantSPD", "KendallShape"} <= families
+
+
+def test_unknown_dataset_lists_names():
+    with pytest.raises(KeyError, match="cities"):
+        datasets.load("nope")
+
+
+def test_cli_mean_dataset(capsys):
+    main(["mean", "digits-covariance"])
+    out = json.loads(capsys.readouterr().out)
+    assert out["converged"] and out["manifold"].startswith("SPD(5")
+    assert np.array(out["value"]).shape == (5, 5)
+
+
+def test_cli_mean_csv_file(tmp_path, capsys):
+    x = datasets.load("digits-gaussians").points[:50]
+    np.savetxt(tmp_path / "h.csv", x, delimiter=",")
+    main(["mean", str(tmp_path / "h.csv"), "--manifold", "hyperbolic:2,curvature=-0.5"])
+    out = json.loads(capsys.readouterr().out)
+    assert out["converged"] and out["warnings"] == []
+
+
+def test_cli_mean_warns_in_json(capsys):
+    main(["mean", "cities"])
+    out = json.loads(capsys.readouterr().out)
+    assert "may not be unique" in out["warnings"][0]
+
+
+def test_cli_help_on_every_subcommand():
+    from geodp.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    for name in sub.choices:
+        res = subprocess.run([sys.executable, "-m", "geodp.cli", name, "--help"],
+                             capture_output=True, text=True)
+        assert res.returncode == 0 and "usage" in res.stdout

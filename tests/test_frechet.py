@@ -1,0 +1,80 @@
+"""Fréchet mean: first-order condition, closed forms, batching and the uniqueness warning."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import MANIFOLDS, base_point, safe_radius
+from geodp.manifolds import SPD, Euclidean, Sphere
+from geodp.manifolds import _matrix as mx
+from geodp.statistics import NonUniqueMeanWarning, frechet_mean, uniqueness_radius
+
+
+@pytest.mark.parametrize("name", sorted(MANIFOLDS))
+def test_first_order_condition(name):
+    m = MANIFOLDS[name]
+    r = min(0.4 * safe_radius(m), 0.9 * uniqueness_radius(m))
+    x = m.random_ball(base_point(m), r, size=60, rng=np.random.default_rng(2))
+    res = frechet_mean(m, x, tol=1e-12)
+    assert res.converged
+    grad = np.mean(m.log(res.mean, x), axis=0)
+    assert m.norm(res.mean, grad) < 1e-9
+
+
+def test_euclidean_mean_is_arithmetic_mean():
+    x = np.random.default_rng(0).standard_normal((100, 3))
+    assert np.allclose(frechet_mean(Euclidean(3), x).mean, x.mean(axis=0), atol=1e-12)
+
+
+def test_weights():
+    x = np.random.default_rng(0).standard_normal((10, 2))
+    w = np.arange(1.0, 11.0)
+    res = frechet_mean(Euclidean(2), x, weights=w)
+    assert np.allclose(res.mean, (w[:, None] * x).sum(0) / w.sum())
+
+
+def test_log_euclidean_mean_closed_form():
+    m = SPD(3, metric="log-euclidean")
+    x = m.random_ball(np.eye(3) * 2.0, 1.0, size=40, rng=np.random.default_rng(4))
+    expected = mx.funcm(np.mean(mx.funcm(x, np.log), axis=0), np.exp)
+    assert np.allclose(frechet_mean(m, x).mean, expected, atol=1e-9)
+
+
+def test_affine_mean_of_commuting_matrices_is_geometric_mean():
+    d = np.exp(np.random.default_rng(1).standard_normal((30, 3)))
+    x = np.stack([np.diag(v) for v in d])
+    res = frechet_mean(SPD(3), x)
+    assert np.allclose(res.mean, np.diag(np.exp(np.log(d).mean(axis=0))), atol=1e-10)
+
+
+def test_batched_data_sets_match_individual_solves():
+    m = SPD(2)
+    x = m.random_ball(np.eye(2), 1.0, size=(5, 20), rng=np.random.default_rng(5))
+    batched = frechet_mean(m, x).mean
+    for b in range(5):
+        assert np.allclose(batched[b], frechet_mean(m, x[b]).mean, atol=1e-10)
+
+
+def test_warns_or_raises_when_data_too_spread():
+    s = Sphere(2)
+    x = s.project(np.random.default_rng(0).standard_normal((50, 3)) + [0, 0, 0.5])
+    with pytest.warns(NonUniqueMeanWarning, match="r\\* = 0.785"):
+        frechet_mean(s, x)
+    with pytest.raises(ValueError, match="may not be unique"):
+        frechet_mean(s, x, on_spread="raise")
+
+
+def test_uniqueness_radius_values():
+    assert np.isclose(uniqueness_radius(Sphere(2)), np.pi / 4)
+    assert np.isclose(uniqueness_radius(Sphere(2, curvature=4.0)), np.pi / 8)
+    assert uniqueness_radius(SPD(3)) == np.inf
+
+
+def test_agrees_with_pyriemann():
+    pyriemann_mean = pytest.importorskip("pyriemann.utils.mean")
+    m = SPD(4)
+    x = m.random_ball(np.eye(4), 1.5, size=50, rng=np.random.default_rng(9))
+    ours = frechet_mean(m, x, tol=1e-13).mean
+    theirs = pyriemann_mean.mean_riemann(x, tol=1e-14, maxiter=200)
+    assert m.dist(ours, theirs) < 1e-8

@@ -55,6 +55,16 @@ class Manifold(ABC):
     def inner(self, p: Array, u: Array, v: Array) -> Array:
         """Riemannian inner product g_p(u, v)."""
 
+    def mean_log(self, p: Array, x: Array, weights: Array) -> Array:
+        """sum_i w_i Log_p(x_i): minus half the Riemannian gradient of the Fréchet function.
+
+        ``x`` has shape (..., n, *point_shape), ``weights`` (..., n) and ``p`` (..., *point_shape).
+        """
+        nd = len(self.point_shape)
+        p = np.expand_dims(np.asarray(p, dtype=float), -nd - 1)
+        w = np.asarray(weights, dtype=float).reshape(np.shape(weights) + (1,) * nd)
+        return np.sum(w * self.log(p, x), axis=-nd - 1)
+
     def norm(self, p: Array, v: Array) -> Array:
         """Riemannian norm |v|_p."""
         return np.sqrt(np.maximum(self.inner(p, v, v), 0.0))

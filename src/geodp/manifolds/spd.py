@@ -92,12 +92,19 @@ class AffineInvariantSPD(SPD):
     def exp(self, p: Array, v: Array) -> Array:
         """Exp_P(V) = L expm(L^-1 V L^-T) L^T with P = L L^T."""
         l, linv = self._factor(p)
-        return mx.sym(mx.congruence(l, mx.funcm(self._whiten(linv, v), np.exp)))
+        return mx.congruence(l, mx.funcm(self._whiten(linv, v), np.exp))
 
     def log(self, p: Array, q: Array) -> Array:
         """Log_P(Q) = L logm(L^-1 Q L^-T) L^T."""
         l, linv = self._factor(p)
-        return mx.sym(mx.congruence(l, mx.funcm(self._whiten(linv, q), np.log)))
+        return mx.congruence(l, mx.funcm(self._whiten(linv, q), np.log))
+
+    def mean_log(self, p: Array, x: Array, weights: Array) -> Array:
+        """L (sum_i w_i logm(L^-1 X_i L^-T)) L^T: the sum is taken before mapping back."""
+        l, linv = self._factor(p)
+        logs = mx.funcm(self._whiten(np.expand_dims(linv, -3), x), np.log)
+        s = np.sum(np.asarray(weights, dtype=float)[..., None, None] * logs, axis=-3)
+        return mx.sym(mx.congruence(l, s))
 
     def dist(self, p: Array, q: Array) -> Array:
         """rho(P, Q) = |logm(P^-1/2 Q P^-1/2)|_F, from the generalised eigenvalues of (Q, P)."""
@@ -112,7 +119,7 @@ class AffineInvariantSPD(SPD):
     def transport(self, p: Array, q: Array, v: Array) -> Array:
         """Gamma(V) = E V E^T with E = L sqrtm(L^-1 Q L^-T) L^-1."""
         l, linv = self._factor(p)
-        e = l @ mx.funcm(self._whiten(linv, q), np.sqrt) @ linv
+        e = mx.matmul(mx.matmul(l, mx.funcm(self._whiten(linv, q), np.sqrt)), linv)
         return mx.sym(mx.congruence(e, v))
 
     def egrad_to_rgrad(self, p: Array, g: Array) -> Array:

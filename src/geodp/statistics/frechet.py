@@ -70,13 +70,11 @@ def frechet_mean(manifold: Manifold, points: Array, weights: Array | None = None
         if np.any(w < 0) or not np.all(np.isfinite(w)):
             raise ValueError("weights must be finite and non-negative")
         w = w / w.sum(axis=-1, keepdims=True)
-    wexp = w.reshape(w.shape + (1,) * nd)
     m = np.take(x, 0, axis=-nd - 1) if init is None else manifold.check_point(init)
     m = np.broadcast_to(m, batch + manifold.point_shape).copy()
-    expand = (Ellipsis, None) + (slice(None),) * nd
     it = 0
     while True:
-        grad = np.sum(wexp * manifold.log(m[expand], x), axis=-nd - 1)
+        grad = manifold.mean_log(m, x, w)
         gnorm = manifold.norm(m, grad)
         active = gnorm > tol
         if not np.any(active) or it >= max_iter:
@@ -84,8 +82,8 @@ def frechet_mean(manifold: Manifold, points: Array, weights: Array | None = None
         it += 1
         mask = active.reshape(active.shape + (1,) * nd)
         m = np.where(mask, manifold.exp(m, step * grad), m)
-    radius = np.max(manifold.dist(m[expand], x), axis=-1)
     converged = bool(np.all(gnorm <= tol))
+    radius = np.max(manifold.dist(np.expand_dims(m, -nd - 1), x), axis=-1)
     r_star = uniqueness_radius(manifold)
     if manifold.curvature_bounds[1] > 0 and np.any(radius >= r_star) and on_spread != "ignore":
         msg = (f"data reach distance {float(np.max(radius)):.4g} from their mean, beyond "

@@ -1,0 +1,77 @@
+"""Closed-form symmetric eigensolvers and Daleckii-Krein derivatives against LAPACK and finite differences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from geodp.manifolds import _matrix as mx
+
+SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
+
+
+def random_sym(rng, n, size, repeated):
+    q, _ = np.linalg.qr(rng.standard_normal((size, n, n)))
+    lam = rng.standard_normal((size, n)) * 10.0 ** rng.uniform(-6, 3, size=(size, 1))
+    if repeated:
+        lam[:, 1] = lam[:, 0] * (1 + rng.choice([0.0, 1e-14, 1e-9], size=size))
+    return np.einsum("nij,nj,nkj->nik", q, lam, q)
+
+
+@pytest.mark.parametrize("n", [2, 3])
+@given(seed=SEEDS, repeated=st.booleans())
+@settings(max_examples=40, deadline=None)
+def test_closed_form_eigh_matches_lapack(n, seed, repeated):
+    a = random_sym(np.random.default_rng(seed), n, 50, repeated)
+    w, v = mx.eigh(a)
+    ref = np.linalg.eigvalsh(a)
+    size = np.abs(ref).max(axis=-1, keepdims=True)
+    assert np.all(np.abs(w - ref) <= 1e-13 * size)
+    assert np.all(np.abs(mx.eigvalsh(a) - ref) <= 1e-13 * size)
+    assert np.allclose(np.swapaxes(v, -1, -2) @ v, np.eye(n), atol=1e-12)
+    assert np.all(np.abs(mx.from_eig(w, v) - a) <= 1e-13 * size[..., None])
+
+
+def test_closed_form_handles_multiples_of_identity_and_zero():
+    for a in (np.zeros((3, 3)), 2.5 * np.eye(3), np.diag([1.0, 1.0, 4.0]), np.diag([4.0, 1.0, 1.0])):
+        w, v = mx.eigh(a[None])
+        assert np.allclose(w[0], np.sort(np.diag(a)))
+        assert np.allclose(mx.from_eig(w, v)[0], a)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_funcm_matches_lapack(n):
+    rng = np.random.default_rng(n)
+    a = random_sym(rng, n, 100, False)
+    w, v = np.linalg.eigh(a)
+    assert np.allclose(mx.funcm(a, np.sin), (v * np.sin(w)[:, None, :]) @ np.swapaxes(v, -1, -2),
+                       atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["log", "exp"])
+@pytest.mark.parametrize("gap", [1.0, 1e-9, 0.0])
+def test_daleckii_krein_matches_finite_differences(kind, gap):
+    rng = np.random.default_rng(0)
+    q, _ = np.linalg.qr(rng.standard_normal((4, 4)))
+    lam = np.array([0.7, 0.7 + gap, 1.9, 3.1])
+    a = (q * lam) @ q.T
+    e = rng.standard_normal((4, 4))
+    e = e + e.T
+    f = np.log if kind == "log" else np.exp
+    w, v = np.linalg.eigh(a)
+    gamma = mx.divided_differences_log(w) if kind == "log" else mx.divided_differences_exp(w)
+    analytic = mx.frechet_derivative(v, gamma, e)
+    h = 1e-6
+    numeric = (mx.funcm(a + h * e, f) - mx.funcm(a - h * e, f)) / (2 * h)
+    assert np.allclose(analytic, numeric, atol=1e-7)
+
+
+def test_matmul_fast_paths_agree_with_numpy():
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((3, 3)), rng.standard_normal((5, 4, 3, 3))
+    assert np.allclose(mx.matmul(a, b), a @ b)
+    assert np.allclose(mx.matmul(b, a), b @ a)
+    assert np.allclose(mx.matmul(a[None, None], b), a @ b)
+    assert np.allclose(mx.matmul(b, b), b @ b)

@@ -71,7 +71,8 @@ def cmd_mean(args: argparse.Namespace) -> None:
         res = frechet_mean(manifold, points, tol=args.tol, max_iter=args.max_iter)
     emit({"warnings": [str(w.message) for w in caught], "manifold": repr(manifold), "n": len(points), "value": res.mean,
           "iterations": res.iterations, "converged": res.converged,
-          "grad_norm": float(res.grad_norm), "max_radius": float(res.max_radius)})
+          "grad_norm": float(res.grad_norm),
+          "max_radius": None if res.max_radius is None else float(res.max_radius)})
 
 
 def cmd_datasets(args: argparse.Namespace) -> None:

@@ -1,59 +1,54 @@
 """Elementary functions that are evaluated near removable singularities.
 
-Each function uses its Taylor series below a small threshold, so that exp/log/transport and volume
-densities stay accurate to machine precision near v = 0.
+Each function evaluates the closed form and patches the (rare) entries below a small threshold
+with a Taylor series, so exp/log/transport and volume densities stay accurate to machine
+precision near v = 0 without evaluating both branches everywhere.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
 _SMALL = 1e-4
 
 
-def sinc(x: np.ndarray) -> np.ndarray:
-    """sin(x)/x, with sinc(0) = 1."""
+def _patched(x: np.ndarray, closed: Callable[[np.ndarray], np.ndarray],
+             series: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
     x = np.asarray(x, dtype=float)
     small = np.abs(x) < _SMALL
-    safe = np.where(small, 1.0, x)
-    x2 = x * x
-    return np.where(small, 1.0 - x2 / 6.0 + x2 * x2 / 120.0, np.sin(safe) / safe)
+    if not small.any():
+        return closed(x)
+    out = np.array(closed(np.where(small, 1.0, x)), dtype=float)
+    out[small] = series(x[small])
+    return out if out.ndim else out[()]
+
+
+def sinc(x: np.ndarray) -> np.ndarray:
+    """sin(x)/x, with sinc(0) = 1."""
+    return _patched(x, lambda t: np.sin(t) / t, lambda t: 1.0 - t * t / 6.0 + t**4 / 120.0)
 
 
 def sinhc(x: np.ndarray) -> np.ndarray:
     """sinh(x)/x, with sinhc(0) = 1."""
-    x = np.asarray(x, dtype=float)
-    small = np.abs(x) < _SMALL
-    safe = np.where(small, 1.0, x)
-    x2 = x * x
-    return np.where(small, 1.0 + x2 / 6.0 + x2 * x2 / 120.0, np.sinh(safe) / safe)
+    return _patched(x, lambda t: np.sinh(t) / t, lambda t: 1.0 + t * t / 6.0 + t**4 / 120.0)
 
 
 def inv_sinc(x: np.ndarray) -> np.ndarray:
     """x/sin(x) on [0, pi), with value 1 at 0."""
-    x = np.asarray(x, dtype=float)
-    small = np.abs(x) < _SMALL
-    safe = np.where(small, 1.0, x)
-    x2 = x * x
-    return np.where(small, 1.0 + x2 / 6.0 + 7.0 * x2 * x2 / 360.0, safe / np.sin(safe))
+    return _patched(x, lambda t: t / np.sin(t), lambda t: 1.0 + t * t / 6.0 + 7.0 * t**4 / 360.0)
 
 
 def inv_sinhc(x: np.ndarray) -> np.ndarray:
     """x/sinh(x), with value 1 at 0."""
-    x = np.asarray(x, dtype=float)
-    small = np.abs(x) < _SMALL
-    safe = np.where(small, 1.0, x)
-    x2 = x * x
-    return np.where(small, 1.0 - x2 / 6.0 + 7.0 * x2 * x2 / 360.0, safe / np.sinh(safe))
+    return _patched(x, lambda t: t / np.sinh(t), lambda t: 1.0 - t * t / 6.0 + 7.0 * t**4 / 360.0)
 
 
 def log_sinhc(x: np.ndarray) -> np.ndarray:
     """log(sinh(x)/x) for x >= 0, without overflow for large x."""
-    x = np.abs(np.asarray(x, dtype=float))
-    small = x < _SMALL
-    safe = np.where(small, 1.0, x)
-    large = x + np.log1p(-np.exp(-2.0 * safe)) - np.log(2.0 * safe)
-    return np.where(small, x * x / 6.0, large)
+    return _patched(np.abs(x), lambda t: t + np.log1p(-np.exp(-2.0 * t)) - np.log(2.0 * t),
+                    lambda t: t * t / 6.0 - t**4 / 180.0)
 
 
 def log_sinc(x: np.ndarray) -> np.ndarray:

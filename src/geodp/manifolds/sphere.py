@@ -46,13 +46,13 @@ class Sphere(Manifold):
 
     def exp(self, p: Array, v: Array) -> Array:
         """Exp_p(v) = cos(|v|/R) p + sinc(|v|/R) v."""
-        t = np.linalg.norm(v, axis=-1, keepdims=True) / self.radius
+        t = np.sqrt(_dot(v, v))[..., None] / self.radius
         return np.cos(t) * p + sinc(t) * v
 
     def _angle(self, p: Array, q: Array) -> Array:
         """Angle between p and q, 2 atan2(|p - q|, |p + q|), accurate at every angle."""
         p = np.asarray(p, dtype=float)
-        return 2.0 * np.arctan2(np.linalg.norm(p - q, axis=-1), np.linalg.norm(p + q, axis=-1))
+        return 2.0 * np.arctan2(np.sqrt(_dot(p - q, p - q)), np.sqrt(_dot(p + q, p + q)))
 
     def dist(self, p: Array, q: Array) -> Array:
         return self.radius * self._angle(p, q)
@@ -103,7 +103,7 @@ class Sphere(Manifold):
 
     def volume_density(self, p: Array, v: Array) -> Array:
         """(sin(|v|/R) / (|v|/R))^(dim-1): Jacobi fields sin(sqrt(k) t)/sqrt(k) orthogonal to v."""
-        t = np.linalg.norm(v, axis=-1) / self.radius
+        t = np.sqrt(_dot(v, v)) / self.radius
         return sinc(t) ** (self.dim - 1)
 
     def _point_defect(self, x: Array) -> Array:

@@ -16,13 +16,17 @@ class NonUniqueMeanWarning(UserWarning):
 
 @dataclass(frozen=True)
 class FrechetMeanResult:
-    """Outcome of ``frechet_mean``; ``mean`` has the batch shape of the input data."""
+    """Outcome of ``frechet_mean``; ``mean`` has the batch shape of the input data.
+
+    ``max_radius`` (largest distance from the mean to a data point) is computed when the
+    uniqueness check needs it (positive curvature), and is None otherwise.
+    """
 
     mean: Array
     iterations: int
     converged: bool
     grad_norm: Array
-    max_radius: Array
+    max_radius: Array | None
 
 
 def uniqueness_radius(manifold: Manifold) -> float:
@@ -83,9 +87,11 @@ def frechet_mean(manifold: Manifold, points: Array, weights: Array | None = None
         mask = active.reshape(active.shape + (1,) * nd)
         m = np.where(mask, manifold.exp(m, step * grad), m)
     converged = bool(np.all(gnorm <= tol))
-    radius = np.max(manifold.dist(np.expand_dims(m, -nd - 1), x), axis=-1)
+    radius = None
+    if manifold.curvature_bounds[1] > 0 and on_spread != "ignore":
+        radius = np.max(manifold.dist(np.expand_dims(m, -nd - 1), x), axis=-1)
     r_star = uniqueness_radius(manifold)
-    if manifold.curvature_bounds[1] > 0 and np.any(radius >= r_star) and on_spread != "ignore":
+    if radius is not None and np.any(radius >= r_star):
         msg = (f"data reach distance {float(np.max(radius)):.4g} from their mean, beyond "
                f"r* = {r_star:.4g} (Assumption 1 of Reimherr et al. 2021): the Fréchet mean on "
                f"{manifold!r} may not be unique")

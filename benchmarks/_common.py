@@ -1,0 +1,51 @@
+"""Helpers shared by the benchmark scripts: timing, peer environments, result tables."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+GEOMSTATS_VENV = HERE / ".geomstats-venv"
+
+
+def best_time(fn: Callable[[], object], repeats: int = 3) -> tuple[float, object]:
+    """Smallest wall time over ``repeats`` calls, and the last result."""
+    best, out = float("inf"), None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def geomstats_python() -> Path | None:
+    """Python of a private virtual environment with geomstats 2.8.0 and numpy<2.4 (created once).
+
+    geomstats 2.8.0 does not import with NumPy >= 2.4, hence its own environment.
+    Returns None (and says why) when it cannot be created, e.g. without network access.
+    """
+    py = GEOMSTATS_VENV / "bin" / "python"
+    check = [str(py), "-c", "import geomstats"]
+    if py.exists() and subprocess.run(check, capture_output=True).returncode == 0:
+        return py
+    print(f"creating {GEOMSTATS_VENV} with geomstats==2.8.0 (once)...", flush=True)
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(GEOMSTATS_VENV)], check=True)
+        subprocess.run([str(py), "-m", "pip", "install", "-q", "geomstats==2.8.0", "numpy<2.4"],
+                       check=True, env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+    except subprocess.CalledProcessError as exc:
+        print(f"geomstats environment unavailable ({exc}); skipping geomstats rows")
+        return None
+    return py
+
+
+def print_table(rows: list[dict], columns: list[str]) -> None:
+    widths = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in columns}
+    print("  ".join(c.ljust(widths[c]) for c in columns))
+    for r in rows:
+        print("  ".join(str(r.get(c, "")).ljust(widths[c]) for c in columns))

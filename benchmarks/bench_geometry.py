@@ -1,0 +1,141 @@
+"""Throughput of exp/log/dist and Fréchet-mean time, geodp versus geomstats 2.8.0 and pyRiemann.
+
+Run: python benchmarks/bench_geometry.py [--scale 1.0] [--no-geomstats]
+Each row prints points per second for geodp and the peer measured in the same run, their ratio,
+and the largest difference between the two results (the targets: >= 5x geomstats, >= 2x pyRiemann
+on SPD, results equal to 1e-8).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import HERE, best_time, geomstats_python, print_table  # noqa: E402
+
+from geodp.manifolds import SPD, Euclidean, Hyperbolic, KendallShape, Sphere  # noqa: E402
+from geodp.statistics import frechet_mean  # noqa: E402
+
+CASES = {
+    "euclidean-3": (Euclidean(3), 10**6),
+    "sphere-2": (Sphere(2), 10**6),
+    "hyperbolic-2": (Hyperbolic(2), 10**6),
+    "kendall-10": (KendallShape(10), 10**6),
+    "spd-2": (SPD(2), 10**5),
+    "spd-3": (SPD(3), 10**5),
+    "spdle-3": (SPD(3, metric="log-euclidean"), 10**5),
+}
+MEAN_POINTS = 10**5
+
+
+def base_point(m):
+    if isinstance(m, (Sphere, KendallShape)):
+        return m.project(np.random.default_rng(0).standard_normal(m.point_shape))
+    if isinstance(m, Hyperbolic):
+        return m.project(np.full(m.point_shape, 0.3))
+    if isinstance(m, SPD):
+        return np.eye(m.n) + 0.1
+    return np.zeros(m.point_shape)
+
+
+def make_inputs(m, n, rng):
+    c = base_point(m)
+    p = m.random_ball(c, 0.5, n, rng)
+    q = m.random_ball(c, 0.5, n, rng)
+    v = m.log(p, q)
+    x = m.random_ball(c, 0.5, MEAN_POINTS, rng)
+    return {"p": p, "q": q, "v": v, "x": x}
+
+
+def ours(m, d):
+    out = {}
+    out["t_exp"], out["exp"] = best_time(lambda: m.exp(d["p"], d["v"]))
+    out["t_log"], out["log"] = best_time(lambda: m.log(d["p"], d["q"]))
+    out["t_dist"], out["dist"] = best_time(lambda: m.dist(d["p"], d["q"]))
+    out["t_mean"], res = best_time(lambda: frechet_mean(m, d["x"], tol=1e-10))
+    out["mean"] = res.mean
+    return out
+
+
+def diff(m, op, a, b):
+    if op in ("exp", "mean"):
+        return float(np.max(m.dist(a, b)))
+    return float(np.max(np.abs(a - b)))
+
+
+def pyriemann_rows(scale):
+    try:
+        from pyriemann.utils.distance import distance_riemann
+        from pyriemann.utils.mean import mean_riemann
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from pyriemann.utils.tangentspace import exp_map_riemann, log_map_riemann
+    except ImportError:
+        print("pyRiemann not installed (pip install pyriemann): skipping its rows")
+        return []
+    rows = []
+    rng = np.random.default_rng(1)
+    for n in (2, 3):
+        m = SPD(n)
+        size = int(10**5 * scale)
+        c = m.random_ball(np.eye(n), 0.5, None, rng)
+        x = m.random_ball(np.eye(n), 1.0, size, rng)
+        v = m.log(c, x)
+        pairs = {
+            "exp": (lambda: exp_map_riemann(v, c, Cm12=True), lambda: m.exp(c, v)),
+            "log": (lambda: log_map_riemann(x, c, C12=True), lambda: m.log(c, x)),
+            "dist": (lambda: distance_riemann(x, c), lambda: m.dist(c, x)),
+            "mean": (lambda: mean_riemann(x, tol=1e-10, maxiter=100),
+                     lambda: frechet_mean(m, x, tol=1e-10).mean),
+        }
+        for op, (peer, mine) in pairs.items():
+            tp, rp = best_time(peer)
+            to, ro = best_time(mine)
+            unit = 1 if op == "mean" else size
+            rows.append({"case": f"SPD({n}) vs pyRiemann", "op": op,
+                         "geodp/s": f"{unit / to:.3g}", "peer/s": f"{unit / tp:.3g}",
+                         "ratio": f"{tp / to:.1f}x", "max diff": f"{diff(m, op, ro, rp):.1e}"})
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--scale", type=float, default=1.0, help="multiply every problem size")
+    ap.add_argument("--no-geomstats", action="store_true", help="skip the geomstats comparison")
+    args = ap.parse_args(argv)
+    rng = np.random.default_rng(0)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        inputs = {}
+        for case, (m, n) in CASES.items():
+            inputs[case] = make_inputs(m, int(n * args.scale), rng)
+            np.savez(Path(tmp) / f"{case}.npz", **inputs[case])
+        py = None if args.no_geomstats else geomstats_python()
+        if py is not None:
+            subprocess.run([str(py), str(HERE / "_geomstats_worker.py"), tmp], check=True)
+        for case, (m, n) in CASES.items():
+            mine = ours(m, inputs[case])
+            peer_path = Path(tmp) / f"{case}.geomstats.npz"
+            peer = dict(np.load(peer_path)) if peer_path.exists() else None
+            for op in ("exp", "log", "dist", "mean"):
+                unit = 1 if op == "mean" else len(inputs[case]["p"])
+                row = {"case": f"{m!r} vs geomstats", "op": op, "n": unit if op != "mean" else MEAN_POINTS,
+                       "geodp/s": f"{unit / mine['t_' + op]:.3g}"}
+                if peer is not None:
+                    row.update({"peer/s": f"{unit / float(peer['t_' + op]):.3g}",
+                                "ratio": f"{float(peer['t_' + op]) / mine['t_' + op]:.1f}x",
+                                "max diff": f"{diff(m, op, mine[op], peer[op]):.1e}"})
+                rows.append(row)
+    rows += pyriemann_rows(args.scale)
+    print_table(rows, ["case", "op", "n", "geodp/s", "peer/s", "ratio", "max diff"])
+
+
+if __name__ == "__main__":
+    main()

@@ -84,6 +84,28 @@ def cmd_datasets(args: argparse.Namespace) -> None:
     emit({"datasets": rows})
 
 
+def cmd_budget(args: argparse.Namespace) -> None:
+    from .privacy import BudgetLedger
+
+    if args.action == "init":
+        if args.epsilon is None:
+            raise SystemExit("geodp budget init needs --epsilon (and optionally --delta)")
+        ledger = BudgetLedger(args.ledger, args.epsilon, args.delta)
+    else:
+        try:
+            ledger = BudgetLedger(args.ledger)
+        except FileNotFoundError as exc:
+            raise SystemExit(str(exc)) from exc
+    eps, delta = ledger.spent()
+    out = {"ledger": str(args.ledger), "total_epsilon": ledger.total_epsilon,
+           "total_delta": ledger.total_delta, "spent_epsilon": eps, "spent_delta": delta,
+           "remaining_epsilon": ledger.total_epsilon - eps,
+           "remaining_delta": ledger.total_delta - delta}
+    if args.action == "history":
+        out["entries"] = ledger.history()
+    emit(out)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="geodp", description="Differential privacy on Riemannian manifolds.")
@@ -96,6 +118,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tol", type=float, default=1e-10, help="gradient-norm tolerance")
     p.add_argument("--max-iter", type=int, default=500, help="iteration limit")
     p.set_defaults(func=cmd_mean)
+
+    p = sub.add_parser("budget", help="create or inspect a privacy budget ledger",
+                       description="Create (init), summarise (show) or list (history) a persistent "
+                                   "privacy budget ledger.")
+    p.add_argument("action", choices=["init", "show", "history"])
+    p.add_argument("--ledger", required=True, help="ledger file (SQLite)")
+    p.add_argument("--epsilon", type=float, help="total epsilon (init only)")
+    p.add_argument("--delta", type=float, default=0.0, help="total delta (init only)")
+    p.set_defaults(func=cmd_budget)
 
     p = sub.add_parser("datasets", help="list the built-in real data sets",
                        description="List the real data sets shipped with geodp.")

@@ -1,0 +1,113 @@
+"""Conversions between privacy notions, each with the formula it implements.
+
+All Gaussian tail computations use ``log_ndtr`` so that large mu or epsilon do not overflow.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import optimize, special
+
+
+def _check_positive(name: str, value: float) -> float:
+    value = float(value)
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be positive and finite, got {value}")
+    return value
+
+
+def _check_delta(delta: float) -> float:
+    delta = float(delta)
+    if not (0 < delta < 1):
+        raise ValueError(f"delta must lie in (0, 1), got {delta}")
+    return delta
+
+
+def log_gdp_delta(mu: float, epsilon: float) -> float:
+    """log delta_mu(eps), delta_mu(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2).
+
+    Dong, Roth & Su (2022), Corollary 2.13: the privacy profile of mu-GDP (equivalently of the
+    Gaussian mechanism with sensitivity/sigma = mu). Evaluated as
+    log Phi(a) + log1p(-exp(eps + log Phi(b) - log Phi(a))).
+    """
+    mu = _check_positive("mu", mu)
+    epsilon = float(epsilon)
+    a = -epsilon / mu + mu / 2.0
+    b = -epsilon / mu - mu / 2.0
+    la, lb = special.log_ndtr(a), special.log_ndtr(b)
+    return float(la + np.log1p(-np.exp(min(epsilon + lb - la, 0.0))))
+
+
+def gdp_delta(mu: float, epsilon: float) -> float:
+    """delta such that mu-GDP implies (epsilon, delta)-DP (Dong, Roth & Su 2022, Cor. 2.13)."""
+    return float(np.exp(log_gdp_delta(mu, epsilon)))
+
+
+def gdp_epsilon(mu: float, delta: float) -> float:
+    """Smallest epsilon >= 0 with delta_mu(epsilon) <= delta: the inverse of ``gdp_delta``.
+
+    delta_mu is strictly decreasing in epsilon; solved in log space by Brent's method.
+    """
+    mu = _check_positive("mu", mu)
+    log_delta = np.log(_check_delta(delta))
+    if log_gdp_delta(mu, 0.0) <= log_delta:
+        return 0.0
+    hi = max(1.0, mu * mu)
+    while log_gdp_delta(mu, hi) > log_delta:
+        hi *= 2.0
+    return float(optimize.brentq(lambda e: log_gdp_delta(mu, e) - log_delta, 0.0, hi,
+                                 xtol=1e-14, rtol=4 * np.finfo(float).eps, maxiter=500))
+
+
+def gdp_mu(epsilon: float, delta: float) -> float:
+    """Largest mu such that mu-GDP implies (epsilon, delta)-DP (delta_mu(eps) = delta)."""
+    epsilon = float(epsilon)
+    if not (np.isfinite(epsilon) and epsilon >= 0):
+        raise ValueError(f"epsilon must be finite and non-negative, got {epsilon}")
+    log_delta = np.log(_check_delta(delta))
+    lo, hi = 1e-3, 1.0
+    while log_gdp_delta(lo, epsilon) > log_delta:
+        lo /= 2.0
+    while log_gdp_delta(hi, epsilon) < log_delta:
+        hi *= 2.0
+    return float(optimize.brentq(lambda m: log_gdp_delta(m, epsilon) - log_delta, lo, hi,
+                                 xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500))
+
+
+def pure_to_gdp(epsilon: float) -> float:
+    """mu = -2 Phi^-1(1/(1 + e^eps)): the mu-GDP implied by epsilon-DP.
+
+    The inverse of eps = log[(1 - Phi(-mu/2)) / Phi(-mu/2)], used by the exponential-wrapped paper
+    to compare eps-DP and GDP mechanisms. G_mu passes through the kink of the eps-DP trade-off
+    function f_{eps,0} and is convex, hence lies below its two chords: f_{eps,0} >= G_mu.
+    """
+    epsilon = _check_positive("epsilon", epsilon)
+    return float(-2.0 * special.ndtri_exp(-np.logaddexp(0.0, epsilon)))
+
+
+def gdp_to_pure_equivalent(mu: float) -> float:
+    """eps = log[(1 - Phi(-mu/2)) / Phi(-mu/2)], the inverse of ``pure_to_gdp``."""
+    mu = _check_positive("mu", mu)
+    return float(special.log_ndtr(mu / 2.0) - special.log_ndtr(-mu / 2.0))
+
+
+def rdp_to_approx(orders: np.ndarray, rdp: np.ndarray, delta: float) -> tuple[float, float]:
+    """(eps, optimal order) from an RDP curve by the improved conversion.
+
+    eps = min_alpha r(alpha) + log((alpha-1)/alpha) - (log delta + log alpha)/(alpha-1)
+    (Balle et al. 2020, Thm 21; Canonne, Kamath & Steinke 2020, Prop. 12). Orders must exceed 1.
+    """
+    orders = np.asarray(orders, dtype=float)
+    rdp = np.asarray(rdp, dtype=float)
+    if np.any(orders <= 1):
+        raise ValueError("RDP orders must be > 1")
+    log_delta = np.log(_check_delta(delta))
+    eps = rdp + np.log1p(-1.0 / orders) - (log_delta + np.log(orders)) / (orders - 1.0)
+    i = int(np.nanargmin(eps))
+    return max(float(eps[i]), 0.0), float(orders[i])
+
+
+def pure_to_rdp(epsilon: float, orders: np.ndarray) -> np.ndarray:
+    """eps-DP implies (alpha, min(eps, alpha eps^2 / 2))-RDP (Bun & Steinke 2016, Prop. 3.3)."""
+    orders = np.asarray(orders, dtype=float)
+    return np.minimum(epsilon, 0.5 * orders * epsilon * epsilon)

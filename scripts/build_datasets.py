@@ -73,7 +73,12 @@ def digits() -> None:
     f = digit_features(images)
     centred = f - f.mean(axis=1, keepdims=True)
     cov = np.einsum("npi,npj->nij", centred, centred) / f.shape[1] + COV_ETA * np.eye(5)
-    save("digits-covariance", cov, y, eta=COV_ETA, feature_bound=16.0)
+    # every feature lies in [0, 16] (central differences of intensities in [0, 16]), so each
+    # variance is at most 16^2/4 and the eigenvalues lie in [eta, 5 * 64 + eta]: the data-
+    # independent bound of eq. (5) of the exponential-wrapped paper, adapted to these features
+    radius = float(np.sqrt(5.0) * max(abs(np.log(COV_ETA)), abs(np.log(5 * 64.0 + COV_ETA))))
+    save("digits-covariance", cov, y, eta=COV_ETA, feature_bound=16.0,
+         public_center="identity", public_radius=radius)
 
     counts = np.stack([np.bincount(im.astype(int).ravel(), minlength=17) for im in images])
     save("digits-histograms", np.sqrt(counts / counts.sum(axis=1, keepdims=True)), y, bins=17)

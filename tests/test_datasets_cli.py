@@ -53,12 +53,22 @@ def test_cli_mean_warns_in_json(capsys):
     assert "may not be unique" in out["warnings"][0]
 
 
+def _subcommands(parser, prefix=()):
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield prefix + (name,)
+                yield from _subcommands(sub, prefix + (name,))
+
+
 def test_cli_help_on_every_subcommand():
     from geodp.cli import build_parser
 
-    parser = build_parser()
-    sub = next(a for a in parser._actions if a.dest == "command")
-    for name in sub.choices:
-        res = subprocess.run([sys.executable, "-m", "geodp.cli", name, "--help"],
+    commands = list(_subcommands(build_parser()))
+    assert ("release", "mean") in commands
+    for cmd in commands:
+        res = subprocess.run([sys.executable, "-m", "geodp.cli", *cmd, "--help"],
                              capture_output=True, text=True)
-        assert res.returncode == 0 and "usage" in res.stdout
+        assert res.returncode == 0 and "usage" in res.stdout, cmd

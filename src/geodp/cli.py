@@ -84,6 +84,55 @@ def cmd_datasets(args: argparse.Namespace) -> None:
     emit({"datasets": rows})
 
 
+def read_center(spec: str, manifold: Manifold) -> np.ndarray:
+    """A public center: 'identity' (SPD), a JSON array, or a .npy file."""
+    if spec == "identity":
+        if len(manifold.point_shape) != 2 or manifold.point_shape[0] != manifold.point_shape[1]:
+            raise SystemExit("--center identity only makes sense for SPD matrices")
+        return np.eye(manifold.point_shape[0])
+    if spec.endswith(".npy"):
+        return np.load(spec, allow_pickle=False)
+    try:
+        return np.asarray(json.loads(spec), dtype=float).reshape(manifold.point_shape)
+    except (json.JSONDecodeError, ValueError) as exc:
+        raise SystemExit(f"cannot read --center {spec!r}: give 'identity', a JSON array of shape "
+                         f"{manifold.point_shape} or a .npy file") from exc
+
+
+def public_ball(args: argparse.Namespace, manifold: Manifold) -> tuple[np.ndarray, float, str]:
+    """The (center, radius) of the release: from the options, or a built-in data set's bound."""
+    if args.center is not None and args.radius is not None:
+        return read_center(args.center, manifold), args.radius, "given"
+    if args.data in datasets.names():
+        ball = datasets.load(args.data).public_ball()
+        if ball is not None and args.center is None and args.radius is None:
+            return ball[0], ball[1], f"public bound shipped with data set {args.data!r}"
+    raise SystemExit("--center and --radius are required: the public ball containing every "
+                     "possible record (it must not be computed from the data)")
+
+
+def cmd_release_mean(args: argparse.Namespace) -> None:
+    from .learn import private_frechet_mean
+    from .privacy import BudgetLedger, BudgetExceededError
+
+    points, manifold = read_points(args.data, _manifold_arg(args.manifold))
+    center, radius, origin = public_ball(args, manifold)
+    ledger = None
+    if args.ledger is not None:
+        try:
+            ledger = BudgetLedger(args.ledger)
+        except FileNotFoundError as exc:
+            raise SystemExit(f"{exc}; create it with 'geodp budget init'") from exc
+    try:
+        rel = private_frechet_mean(points, manifold, args.epsilon, center, radius,
+                                   mechanism=args.mechanism, clip=args.clip, ledger=ledger,
+                                   rng=args.seed, restrict=args.restrict)
+    except (ValueError, BudgetExceededError) as exc:
+        raise SystemExit(f"error: {exc}") from exc
+    emit({"manifold": repr(manifold), "data": args.data, "radius": radius,
+          "ball": origin, **rel.as_dict()})
+
+
 def cmd_budget(args: argparse.Namespace) -> None:
     from .privacy import BudgetLedger
 
@@ -118,6 +167,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tol", type=float, default=1e-10, help="gradient-norm tolerance")
     p.add_argument("--max-iter", type=int, default=500, help="iteration limit")
     p.set_defaults(func=cmd_mean)
+
+    p = sub.add_parser("release", help="private releases (see 'geodp release mean --help')",
+                       description="Differentially private releases of manifold-valued statistics.")
+    rsub = p.add_subparsers(dest="release", required=True)
+    p = rsub.add_parser("mean", help="a differentially private Fréchet mean",
+                        description="Release the Fréchet mean of the data with a privacy "
+                                    "guarantee; prints the release and its guarantee as JSON.")
+    p.add_argument("data", help="a .npy/.csv file or a built-in data set name")
+    p.add_argument("--manifold", help=SPEC_HELP)
+    p.add_argument("--mechanism", default="laplace", choices=["laplace"],
+                   help="Riemannian Laplace (Reimherr et al. 2021)")
+    p.add_argument("--epsilon", type=float, required=True, help="privacy budget epsilon")
+    p.add_argument("--center", help="public center of the data ball: 'identity', JSON or .npy")
+    p.add_argument("--radius", type=float, help="public radius of the data ball")
+    p.add_argument("--clip", action="store_true", help="move points outside the ball onto it")
+    p.add_argument("--restrict", action="store_true",
+                   help="condition the output on the data ball (Theorem 3; doubles the scale)")
+    p.add_argument("--ledger", help="budget ledger to charge (see 'geodp budget')")
+    p.add_argument("--seed", type=int, help="seed for reproducible noise (default: OS entropy)")
+    p.set_defaults(func=cmd_release_mean)
 
     p = sub.add_parser("budget", help="create or inspect a privacy budget ledger",
                        description="Create (init), summarise (show) or list (history) a persistent "

@@ -32,6 +32,19 @@ class Dataset:
     source: str
     meta: dict[str, Any] = field(default_factory=dict)
 
+    def public_ball(self) -> tuple[np.ndarray, float] | None:
+        """A data-independent ball (center, radius) containing every possible record, if known.
+
+        It is derived from the measurement range alone (e.g. pixel range for covariance
+        descriptors), so it can calibrate a private release without spending budget.
+        """
+        if "public_radius" not in self.meta:
+            return None
+        center = self.meta["public_center"]
+        if center == "identity":
+            center = np.eye(self.manifold.point_shape[0])
+        return np.asarray(center, dtype=float), float(self.meta["public_radius"])
+
     def __iter__(self) -> Iterator[Any]:
         yield self.points
         yield self.manifold

@@ -53,10 +53,13 @@ class Hyperbolic(Manifold):
         return np.cosh(t) * p + sinhc(t) * v
 
     def _angle(self, p: Array, q: Array) -> Array:
-        """rho/R = 2 asinh(|q - p|_L / (2R)), accurate at small distances."""
+        """rho/R: acosh(-<p, q>_L / R^2) when that exceeds 1.5, else 2 asinh(|q - p|_L / (2R))
+        (the acosh loses digits for close points, the chord cancels for distant ones)."""
         d = np.asarray(q, dtype=float) - p
         chord = np.sqrt(np.maximum(minkowski(d, d), 0.0))
-        return 2.0 * np.arcsinh(chord / (2.0 * self.radius))
+        near = 2.0 * np.arcsinh(chord / (2.0 * self.radius))
+        cosh = -minkowski(p, q) / self.radius**2
+        return np.where(cosh > 1.5, np.arccosh(np.maximum(cosh, 1.0)), near)
 
     def dist(self, p: Array, q: Array) -> Array:
         return self.radius * self._angle(p, q)

@@ -1,0 +1,34 @@
+"""The object every private release returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..privacy import Guarantee
+
+
+@dataclass(frozen=True)
+class Release:
+    """A private output with the guarantee it carries and how it was produced.
+
+    ``exact_sampler`` is False when the noise came from MCMC: the draw is then only approximately
+    from the mechanism's law, and the stated guarantee holds only up to that approximation.
+    """
+
+    value: np.ndarray
+    guarantee: Guarantee
+    sensitivity: float
+    scale: float
+    mechanism: str
+    exact_sampler: bool
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    equivalent: dict[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"value": np.asarray(self.value).tolist(), "guarantee": self.guarantee.describe(),
+                "sensitivity": self.sensitivity, "scale": self.scale, "mechanism": self.mechanism,
+                "exact_sampler": self.exact_sampler, "equivalent_guarantees": self.equivalent,
+                "diagnostics": self.diagnostics}

@@ -1,0 +1,11 @@
+"""Privacy mechanisms on manifolds and their samplers."""
+
+from .euclidean import EuclideanLaplace, ambient_radius
+from .laplace import RiemannianLaplace, SamplerInfo
+from .mcmc import metropolis_hastings
+from .radial import NotNormalisableError
+from .spd_laplace import LowAcceptanceError, spd_critical_scale
+
+__all__ = ["RiemannianLaplace", "EuclideanLaplace", "SamplerInfo", "ambient_radius",
+           "metropolis_hastings", "NotNormalisableError", "LowAcceptanceError",
+           "spd_critical_scale"]

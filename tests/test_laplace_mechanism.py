@@ -1,0 +1,242 @@
+"""Riemannian Laplace: exact samplers against their targets, MCMC, restriction, privacy checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import integrate, special, stats
+
+from conftest import MANIFOLDS, base_point
+from geodp.manifolds import SPD, Euclidean, Hyperbolic, KendallShape, Sphere
+from geodp.mechanisms import (EuclideanLaplace, NotNormalisableError, RiemannianLaplace,
+                              metropolis_hastings, spd_critical_scale)
+
+N = 4000
+ALPHA = 1e-3  # KS tests: fixed seeds; a correct sampler fails one with probability 1e-3
+
+
+def log_radial(manifold, scale):
+    """log of exp(-r/s) J(r) written out from the geometry, independent of the implementation."""
+    d = manifold.dim
+    if isinstance(manifold, Sphere):
+        c = np.sqrt(manifold.curvature)
+        return (lambda r: -r / scale + (d - 1) * np.log(np.sin(c * r))), np.pi / c
+    if isinstance(manifold, Hyperbolic):
+        c = np.sqrt(-manifold.curvature)
+        log_sinh = lambda x: x + np.log1p(-np.exp(-2 * x)) - np.log(2)
+        return (lambda r: -r / scale + (d - 1) * log_sinh(c * r)), np.inf
+    if isinstance(manifold, KendallShape):
+        return (lambda r: -r / scale + (d - 1) * np.log(np.sin(r)) + np.log(np.cos(r))), np.pi / 2
+    return (lambda r: -r / scale + (d - 1) * np.log(r)), np.inf
+
+
+def radial_cdf(log_f, hi, scale, decay):
+    """CDF by cumulative quadrature; ``decay`` is the exponential rate of the tail."""
+    upper = hi if np.isfinite(hi) else 60.0 / decay
+    grid = np.geomspace(1e-8 * min(scale, upper), upper, 400_001)
+    vals = np.exp(log_f(grid) - np.max(log_f(grid)))
+    cdf = integrate.cumulative_trapezoid(vals, grid, initial=0.0)
+    cdf /= cdf[-1]
+    return lambda r: np.interp(r, grid, cdf)
+
+
+ISOTROPIC = ["euclidean3", "sphere2", "sphere5_k4", "hyperbolic2", "hyperbolic4_k05",
+             "spd3_logeuclid", "kendall3", "kendall6"]
+
+
+def scales_for(m):
+    if isinstance(m, Hyperbolic) and m.dim > 1:
+        top = 1.0 / ((m.dim - 1) * np.sqrt(-m.curvature))
+        return [0.01 * top, 0.3 * top, 0.95 * top]
+    if isinstance(m, SPD):
+        return [0.01, 0.1, 0.5]  # larger scales leave the range of double-precision matrices
+    return [0.01, 0.3, 3.0]
+
+
+@pytest.mark.parametrize("name", ISOTROPIC)
+def test_exact_radial_law_matches_numerical_cdf(name):
+    m = MANIFOLDS[name]
+    p = base_point(m)
+    rng = np.random.default_rng(11)
+    for scale in scales_for(m):
+        mech = RiemannianLaplace(m, scale)
+        x = mech.sample(p, N, rng)
+        assert mech.last_info.exact
+        log_f, hi = log_radial(m, scale)
+        decay = 1 / scale - (m.dim - 1) * np.sqrt(-m.curvature) if isinstance(m, Hyperbolic) \
+            else 1 / scale
+        d = m.dist(p, x)
+        res = stats.kstest(d, radial_cdf(log_f, hi, scale, decay))
+        assert res.pvalue > ALPHA, (name, scale, res)
+
+
+@pytest.mark.parametrize("name", ISOTROPIC + ["spd2", "spd3"])
+def test_direction_is_uniform(name):
+    m = MANIFOLDS[name]
+    if m.dim < 2:
+        pytest.skip("one-dimensional")
+    p = base_point(m)
+    x = RiemannianLaplace(m, 0.2).sample(p, N, np.random.default_rng(5))
+    c = m.to_coords(p, m.log(p, x))
+    c /= np.linalg.norm(c, axis=1, keepdims=True)
+    a = (m.dim - 1) / 2
+    for j in (0, m.dim - 1):
+        assert stats.kstest((c[:, j] + 1) / 2, stats.beta(a, a).cdf).pvalue > ALPHA
+
+
+@pytest.mark.parametrize("fraction", [0.05, 0.5, 0.92])
+def test_spd2_distance_law_is_struve(fraction):
+    """On SPD(2), |r| = rho(footpoint, Y) has density t e^(-t/s) L0(t/sqrt 2) (README notes)."""
+    from geodp.mechanisms.spd_laplace import SPDEigenLaw
+
+    m = MANIFOLDS["spd2"]
+    scale = fraction * spd_critical_scale(2)
+    p = base_point(m)
+    if fraction < 0.6:
+        d = m.dist(p, RiemannianLaplace(m, scale).sample(p, N, np.random.default_rng(2)))
+    else:
+        # near s_crit the draws have condition numbers beyond double precision: test r itself
+        r, _, _ = SPDEigenLaw(2, scale).sample(N, np.random.default_rng(2))
+        d = np.linalg.norm(r, axis=1)
+    grid = np.linspace(1e-9, 400 * scale, 400_001)
+    log_f = np.log(grid) - grid / scale + np.log(special.modstruve(0, grid / np.sqrt(2)))
+    f = np.exp(log_f - log_f.max())
+    cdf = integrate.cumulative_trapezoid(f, grid, initial=0.0)
+    assert stats.kstest(d, lambda t: np.interp(t, grid, cdf / cdf[-1])).pvalue > ALPHA
+
+
+def test_spd3_exact_matches_mcmc():
+    m = SPD(3)
+    p = np.eye(3)
+    scale = 0.4
+    rng = np.random.default_rng(3)
+    exact = RiemannianLaplace(m, scale).sample(p, 2000, rng)
+    init = np.broadcast_to(p, (400, 3, 3))
+    approx, diag = metropolis_hastings(m, lambda y: -m.dist(p, y) / scale, init, rng,
+                                       burn_in=1500, trace_length=1000, step=0.3)
+    assert diag.r_hat < 1.2  # slow mixing in 6 dimensions: a sanity bound, not convergence proof
+    assert stats.ks_2samp(m.dist(p, exact), m.dist(p, approx)).pvalue > ALPHA
+
+
+@pytest.mark.parametrize("n,fraction", [(3, 0.3), (3, 0.6), (4, 0.2)])
+def test_spd_exact_schemes_agree(n, fraction):
+    """S1 and S2 are independent exact constructions of the same law of r."""
+    from geodp.mechanisms.spd_laplace import SPDEigenLaw
+
+    rng = np.random.default_rng(n)
+    draws = {}
+    for method in ("S1", "S2"):
+        law = SPDEigenLaw(n, fraction * spd_critical_scale(n))
+        law._method = method
+        r, _, _ = law.sample(3000, rng)
+        draws[method] = r
+    for f in (lambda r: np.linalg.norm(r, axis=1), lambda r: np.ptp(r, axis=1)):
+        assert stats.ks_2samp(f(draws["S1"]), f(draws["S2"])).pvalue > ALPHA
+
+
+def test_sphere_mcmc_matches_exact_and_reports_diagnostics():
+    m = Sphere(2)
+    p = np.array([0.0, 0.0, 1.0])
+    rng = np.random.default_rng(4)
+    exact = RiemannianLaplace(m, 0.3).sample(p, 2000, rng)
+    approx, diag = metropolis_hastings(m, lambda y: -m.dist(p, y) / 0.3,
+                                       np.broadcast_to(p, (1500, 3)), rng, burn_in=1500,
+                                       trace_length=1000)
+    assert 0.15 < diag.acceptance_rate < 0.5 and diag.r_hat < 1.05 and diag.ess > 100
+    assert stats.ks_2samp(m.dist(p, exact), m.dist(p, approx)).pvalue > ALPHA
+
+
+@pytest.mark.parametrize("name", sorted(MANIFOLDS))
+def test_hastings_correction_cancels_on_symmetric_spaces(name):
+    m = MANIFOLDS[name]
+    rng = np.random.default_rng(0)
+    x = m.random_ball(base_point(m), 0.4, 50, rng)
+    y = m.random_ball(base_point(m), 0.4, 50, rng)
+    assert np.allclose(m.volume_density(x, m.log(x, y)), m.volume_density(y, m.log(y, x)),
+                       rtol=1e-9)
+
+
+def test_normalisability_is_checked_with_the_bound_in_the_message():
+    with pytest.raises(NotNormalisableError, match="scale < 1/\\(\\(d-1\\) sqrt\\(k\\)\\) = 0.5"):
+        RiemannianLaplace(Hyperbolic(3), 0.5)
+    with pytest.raises(NotNormalisableError, match="1.41421"):
+        RiemannianLaplace(SPD(2), 1.5)
+    with pytest.raises(NotNormalisableError, match="0.707107"):
+        RiemannianLaplace(SPD(3), 0.71)
+    RiemannianLaplace(Hyperbolic(3), 0.5, restrict_to=(np.array([1.0, 0, 0, 0]), 1.0))
+
+
+def test_restricted_law_is_the_conditional_law():
+    m = Sphere(2)
+    p = np.array([0.0, 0.0, 1.0])
+    for scale in (0.05, 2.0):
+        mech = RiemannianLaplace(m, scale, restrict_to=(p, 0.4))
+        d = m.dist(p, mech.sample(p, N, np.random.default_rng(9)))
+        assert d.max() <= 0.4
+        log_f, _ = log_radial(m, scale)
+        grid = np.linspace(1e-9, 0.4, 100_001)
+        f = np.exp(log_f(grid) - log_f(grid).max())
+        cdf = integrate.cumulative_trapezoid(f, grid, initial=0.0)
+        assert stats.kstest(d, lambda t: np.interp(t, grid, cdf / cdf[-1])).pvalue > ALPHA
+
+
+def test_mcmc_fallback_is_reported():
+    m = SPD(3)
+    mech = RiemannianLaplace(m, 0.4, min_acceptance=0.9, mcmc_burn_in=300)
+    x = mech.sample(np.eye(3), 20, np.random.default_rng(0))
+    assert x.shape == (20, 3, 3)
+    assert not mech.last_info.exact and "exact samplers were not used" in mech.last_info.notes[0]
+    assert mech.last_info.mcmc.n_chains == 20
+
+
+def test_log_ratio_of_neighbouring_releases_never_exceeds_epsilon():
+    """Worst-case neighbours in R^2 (means exactly Delta apart): the log-ratio reaches epsilon
+    along the line through the means and never exceeds it."""
+    from geodp.statistics import frechet_mean_sensitivity
+
+    m, n, r, eps = Euclidean(2), 20, 1.0, 0.8
+    data = np.tile([-r, 0.0], (n, 1))
+    other = data.copy()
+    other[-1] = [r, 0.0]
+    mean, mean2 = data.mean(0), other.mean(0)
+    delta = frechet_mean_sensitivity(m, r, n)
+    assert np.isclose(np.linalg.norm(mean - mean2), delta)
+    mech = RiemannianLaplace(m, delta / eps)
+    y = mech.sample(mean, 20000, np.random.default_rng(1))
+    ratio = mech.log_density(mean, y) - mech.log_density(mean2, y)
+    assert ratio.max() <= eps + 1e-12
+    assert ratio.max() > 0.95 * eps
+
+
+def test_log_ratio_on_the_sphere_is_bounded_by_theorem_2():
+    from geodp.statistics import frechet_mean, frechet_mean_sensitivity
+
+    m, n, r, eps = Sphere(2), 15, np.pi / 8, 1.0
+    c = np.array([0.0, 0.0, 1.0])
+    rng = np.random.default_rng(6)
+    data = m.random_ball(c, r, n, rng)
+    other = data.copy()
+    other[-1] = m.random_ball(c, r, 1, rng)[0]
+    m1, m2 = frechet_mean(m, data).mean, frechet_mean(m, other).mean
+    delta = frechet_mean_sensitivity(m, r, n)
+    assert m.dist(m1, m2) <= delta
+    mech = RiemannianLaplace(m, delta / eps)
+    y = mech.sample(m1, 20000, rng)
+    assert (mech.log_density(m1, y) - mech.log_density(m2, y)).max() <= eps
+
+
+def test_euclidean_laplace_records_points_off_the_manifold():
+    m = SPD(2)
+    mech = EuclideanLaplace(m, 0.8, project=False)
+    raw = mech.sample(np.eye(2) * 0.3, 2000, np.random.default_rng(0))
+    info = mech.last_info.as_dict()
+    assert 0 < info["off_manifold"] < 2000
+    assert info["off_manifold"] == int(np.sum(np.linalg.eigvalsh(raw)[:, 0] <= 0))
+    projected = EuclideanLaplace(Sphere(2), 0.1).sample(np.array([0, 0, 1.0]), 10, 0)
+    Sphere(2).check_point(projected)
+
+
+def test_euclidean_laplace_radius_is_gamma():
+    m = Euclidean(4)
+    x = EuclideanLaplace(m, 0.5).sample(np.zeros(4), N, np.random.default_rng(0))
+    assert stats.kstest(np.linalg.norm(x, axis=1), stats.gamma(4, scale=0.5).cdf).pvalue > ALPHA

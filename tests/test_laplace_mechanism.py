@@ -240,3 +240,15 @@ def test_euclidean_laplace_radius_is_gamma():
     m = Euclidean(4)
     x = EuclideanLaplace(m, 0.5).sample(np.zeros(4), N, np.random.default_rng(0))
     assert stats.kstest(np.linalg.norm(x, axis=1), stats.gamma(4, scale=0.5).cdf).pvalue > ALPHA
+
+
+@pytest.mark.parametrize("name", ["sphere2", "spd3", "kendall6"])
+def test_batched_footpoints_give_one_draw_each_from_its_own_law(name):
+    m = MANIFOLDS[name]
+    rng = np.random.default_rng(8)
+    feet = m.random_ball(base_point(m), 0.5, N, rng)
+    mech = RiemannianLaplace(m, 0.1)
+    x = mech.sample(feet, rng=rng)
+    assert x.shape == feet.shape
+    single = mech.sample(base_point(m), N, rng)
+    assert stats.ks_2samp(m.dist(feet, x), m.dist(base_point(m), single)).pvalue > ALPHA

@@ -133,6 +133,12 @@ def cmd_release_mean(args: argparse.Namespace) -> None:
           "ball": origin, **rel.as_dict()})
 
 
+def cmd_reproduce(args: argparse.Namespace) -> None:
+    if args.paper == "reimherr2021":
+        from .experiments.reimherr2021 import run
+    emit(run(Path(args.out), reps=args.reps, seed=args.seed))
+
+
 def cmd_budget(args: argparse.Namespace) -> None:
     from .privacy import BudgetLedger
 
@@ -187,6 +193,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ledger", help="budget ledger to charge (see 'geodp budget')")
     p.add_argument("--seed", type=int, help="seed for reproducible noise (default: OS entropy)")
     p.set_defaults(func=cmd_release_mean)
+
+    p = sub.add_parser("reproduce", help="regenerate a paper's figures (PNG + CSV)",
+                       description="Reproduce the figures of the papers geodp implements.")
+    rsub = p.add_subparsers(dest="paper", required=True)
+    p = rsub.add_parser("reimherr2021", help="Figure 1 of Reimherr, Bharath & Soto (2021)",
+                        description="Figure 1: SPD(2) and S^2 sensitivity against Theorem 2, and "
+                                    "utility of the intrinsic versus the Euclidean Laplace.")
+    p.add_argument("--reps", type=int, default=1000, help="replicates per sample size")
+    p.add_argument("--out", default="out/reimherr2021", help="output directory")
+    p.add_argument("--seed", type=int, default=0, help="random seed")
+    p.set_defaults(func=cmd_reproduce)
 
     p = sub.add_parser("budget", help="create or inspect a privacy budget ledger",
                        description="Create (init), summarise (show) or list (history) a persistent "

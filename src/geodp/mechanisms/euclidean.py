@@ -81,14 +81,16 @@ class EuclideanLaplace:
         self.last_info: AmbientInfo | None = None
 
     def sample(self, center: Array, size=None, rng: np.random.Generator | int | None = None) -> Array:
+        """Draws of shape size + batch(center) + point_shape, one per (size, center) pair."""
         rng = as_generator(rng)
         m = self.manifold
         c = to_ambient(m, m.check_point(center))
-        shape = () if size is None else (size,) if np.isscalar(size) else tuple(size)
+        shape = (() if size is None else (size,) if np.isscalar(size) else tuple(size)) + c.shape[:-1]
         n = int(np.prod(shape, dtype=int)) if shape else 1
         dim = c.shape[-1]
         u = rng.standard_normal((n, dim))
         u /= np.linalg.norm(u, axis=1, keepdims=True)
+        c = np.broadcast_to(c, shape + (dim,)).reshape(n, dim)
         raw = from_ambient(m, c + self.scale * rng.gamma(dim, 1.0, size=(n, 1)) * u)
         off = self._off_manifold(raw)
         self.last_info = AmbientInfo(int(off.sum()), n)

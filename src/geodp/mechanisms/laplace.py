@@ -97,7 +97,9 @@ class RiemannianLaplace:
 
     # ---------------------------------------------------------------- samplers
     def _exact_unrestricted(self, footpoint: Array, n: int, rng) -> tuple[Array, float, str]:
+        """n draws around one footpoint, or one draw around each of n stacked footpoints."""
         m = self.manifold
+        single = footpoint.ndim == len(m.point_shape)
         if isinstance(self._law, SPDEigenLaw):
             r, acc, method = self._law.sample(n, rng)
             u = haar_orthogonal(m.n, n, rng)
@@ -105,7 +107,7 @@ class RiemannianLaplace:
             lu = mx.matmul(l, u)
             return mx.from_eig(np.exp(r), lu), acc, f"exact SPD polar decomposition ({method})"
         radius, acc = self._law.sample(n, rng)
-        direction = m.random_direction(footpoint, n, rng)
+        direction = m.random_direction(footpoint, n if single else None, rng)
         return m.exp(footpoint, radius[:, None].reshape((n,) + (1,) * len(m.point_shape))
                      * direction), acc, "exact geodesic polar coordinates"
 
@@ -145,26 +147,37 @@ class RiemannianLaplace:
                 f"exact rejection from the {label}")
 
     def _mcmc(self, footpoint: Array, n: int, rng) -> tuple[Array, MCMCDiagnostics]:
+        """One chain per draw, started at the footpoint (or the ball's center if outside it)."""
         m = self.manifold
         start = footpoint
         if self.restrict_to is not None and m.dist(self.restrict_to[0], footpoint) > self.restrict_to[1]:
             start = self.restrict_to[0]
-        init = np.broadcast_to(start, (max(n, 2),) + m.point_shape)
+        init = np.broadcast_to(start, (n,) + m.point_shape)
         x, diag = metropolis_hastings(
             m, lambda y: self.log_density(footpoint, y), init, rng, burn_in=self.mcmc_burn_in,
             step=min(self.scale, 0.25 * m.injectivity_radius),
             summary=lambda y: m.dist(footpoint, y))
-        return x[:n], diag
+        return x, diag
 
     def sample(self, footpoint: Array, size=None, rng: np.random.Generator | int | None = None) -> Array:
-        """``size`` independent draws centred at ``footpoint`` (shape size + point_shape)."""
+        """Independent draws centred at ``footpoint``, of shape size + batch + point_shape.
+
+        ``footpoint`` may hold a batch of footpoints (shape batch + point_shape): each draw then
+        uses its own footpoint, all in one vectorised call (a restricted law loops over them).
+        """
         rng = as_generator(rng)
         m = self.manifold
         footpoint = m.check_point(footpoint)
-        if footpoint.ndim != len(m.point_shape):
-            raise ValueError("sample takes a single footpoint; call it once per footpoint")
-        shape = _size_tuple(size)
+        nd = len(m.point_shape)
+        batch = footpoint.shape[: footpoint.ndim - nd]
+        shape = _size_tuple(size) + batch
         n = int(np.prod(shape, dtype=int)) if shape else 1
+        if batch:
+            footpoints = np.broadcast_to(footpoint, shape + m.point_shape).reshape((n,) + m.point_shape)
+            if self.restrict_to is not None:
+                draws = [self.sample(f, None, rng) for f in footpoints]
+                return np.stack(draws).reshape(shape + m.point_shape)
+            footpoint = np.ascontiguousarray(footpoints)
         try:
             if self.restrict_to is None:
                 x, acc, method = self._exact_unrestricted(footpoint, n, rng)

@@ -1,0 +1,1 @@
+"""Reproductions of the papers' figures and tables (``geodp reproduce ...``)."""

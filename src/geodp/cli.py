@@ -123,10 +123,20 @@ def cmd_release_mean(args: argparse.Namespace) -> None:
             ledger = BudgetLedger(args.ledger)
         except FileNotFoundError as exc:
             raise SystemExit(f"{exc}; create it with 'geodp budget init'") from exc
+    footpoint = args.footpoint
+    if footpoint is not None and footpoint != "private":
+        footpoint = read_center(footpoint, manifold)
+    if (args.rdp_alpha is None) != (args.rdp_epsilon is None):
+        raise SystemExit("--rdp-alpha and --rdp-epsilon go together")
+    rdp = None if args.rdp_alpha is None else (args.rdp_alpha, args.rdp_epsilon)
     try:
         rel = private_frechet_mean(points, manifold, args.epsilon, center, radius,
                                    mechanism=args.mechanism, clip=args.clip, ledger=ledger,
-                                   rng=args.seed, restrict=args.restrict)
+                                   rng=args.seed, restrict=args.restrict, delta=args.delta,
+                                   mu=args.mu, rdp=rdp, footpoint=footpoint,
+                                   tangent_sensitivity=args.tangent_sensitivity,
+                                   footpoint_budget=args.footpoint_budget,
+                                   ledger_delta=args.ledger_delta)
     except (ValueError, BudgetExceededError) as exc:
         raise SystemExit(f"error: {exc}") from exc
     emit({"manifold": repr(manifold), "data": args.data, "radius": radius,
@@ -182,9 +192,23 @@ def build_parser() -> argparse.ArgumentParser:
                                     "guarantee; prints the release and its guarantee as JSON.")
     p.add_argument("data", help="a .npy/.csv file or a built-in data set name")
     p.add_argument("--manifold", help=SPEC_HELP)
-    p.add_argument("--mechanism", default="laplace", choices=["laplace"],
-                   help="Riemannian Laplace (Reimherr et al. 2021)")
-    p.add_argument("--epsilon", type=float, required=True, help="privacy budget epsilon")
+    p.add_argument("--mechanism", default="laplace",
+                   choices=["laplace", "wrapped-laplace", "wrapped-gaussian"],
+                   help="Riemannian Laplace (Reimherr et al. 2021; any manifold) or the "
+                        "exponential-wrapped Laplace / Gaussian (Hadamard manifolds)")
+    p.add_argument("--epsilon", type=float, help="epsilon of epsilon-DP or (epsilon, delta)-DP")
+    p.add_argument("--delta", type=float, help="delta of (epsilon, delta)-DP (wrapped-gaussian)")
+    p.add_argument("--mu", type=float, help="mu of mu-GDP (wrapped-gaussian)")
+    p.add_argument("--rdp-alpha", type=float, help="order alpha of (alpha, eps)-RDP")
+    p.add_argument("--rdp-epsilon", type=float, help="eps of (alpha, eps)-RDP")
+    p.add_argument("--footpoint", help="wrapped mechanisms: public footpoint ('identity', JSON or "
+                                       ".npy; default: the center) or 'private'")
+    p.add_argument("--footpoint-budget", type=float, default=0.1,
+                   help="share of the budget spent on a private footpoint (default 0.1)")
+    p.add_argument("--tangent-sensitivity", type=float,
+                   help="a proven bound on |Log_p0 f(D) - Log_p0 f(D')| (default: Delta)")
+    p.add_argument("--ledger-delta", type=float,
+                   help="delta at which a GDP/RDP release is charged to the ledger")
     p.add_argument("--center", help="public center of the data ball: 'identity', JSON or .npy")
     p.add_argument("--radius", type=float, help="public radius of the data ball")
     p.add_argument("--clip", action="store_true", help="move points outside the ball onto it")

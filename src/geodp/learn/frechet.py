@@ -2,36 +2,152 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..manifolds import Manifold
 from ..manifolds.base import Array, as_generator
-from ..mechanisms import RiemannianLaplace
-from ..privacy import BudgetLedger, PureDP
+from ..mechanisms import NotNormalisableError, RiemannianLaplace, WrappedGaussian, WrappedLaplace
+from ..mechanisms.wrapped import check_hadamard
+from ..privacy import (GDP, RDP, ApproxDP, BudgetLedger, Guarantee, PureDP, analytic_gaussian_sigma,
+                       gdp_to_pure_equivalent, rdp_sigma)
 from ..statistics import frechet_mean, frechet_mean_sensitivity
 from .data_ball import enforce_ball
 from .release import Release
 
-MECHANISMS = ("laplace",)
+MECHANISMS = ("laplace", "wrapped-laplace", "wrapped-gaussian")
+SUBSAMPLE_FRACTION = 0.05
 
 
-def private_frechet_mean(points: Array, manifold: Manifold, epsilon: float, center: Array,
-                         radius: float, mechanism: str = "laplace", clip: bool = False,
-                         ledger: BudgetLedger | None = None,
-                         rng: np.random.Generator | int | None = None,
-                         restrict: bool = False) -> Release:
-    """epsilon-DP Fréchet mean of data in the public ball B_radius(center).
-
-    ``mechanism="laplace"``: the Riemannian Laplace mechanism at footpoint the sample Fréchet
-    mean, scale Delta/epsilon with Delta of Theorem 2 (Reimherr et al. 2021, Theorems 1-2); with
-    ``restrict=True`` the output is conditioned on the data ball and scale = 2 Delta/epsilon
-    (Theorem 3). ``center`` and ``radius`` must not depend on the data. Neighbouring data sets
-    differ in one record (n is public). With a ``ledger``, epsilon is reserved before any
-    randomness is drawn.
-    """
+def target_guarantee(mechanism: str, epsilon, delta, mu, rdp) -> Guarantee:
+    """The guarantee asked for, checked against what the mechanism can give."""
     if mechanism not in MECHANISMS:
         raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
-    epsilon = PureDP(epsilon).epsilon
+    given = {k for k, v in {"epsilon": epsilon, "delta": delta, "mu": mu, "rdp": rdp}.items()
+             if v is not None}
+    if mechanism in ("laplace", "wrapped-laplace"):
+        if given != {"epsilon"}:
+            raise ValueError(f"the {mechanism} mechanism gives epsilon-DP: pass epsilon only "
+                             f"(got {sorted(given)})")
+        return PureDP(epsilon)
+    if given == {"epsilon", "delta"}:
+        return ApproxDP(epsilon, delta) if delta > 0 else PureDP(epsilon)
+    if given == {"mu"}:
+        return GDP(mu)
+    if given == {"rdp"}:
+        alpha, eps = rdp
+        return RDP([alpha], [eps])
+    raise ValueError("the wrapped Gaussian needs exactly one of: epsilon and delta "
+                     "((epsilon, delta)-DP), mu (GDP) or rdp=(alpha, epsilon) (Rényi DP); got "
+                     f"{sorted(given)}")
+
+
+def split_guarantee(g: Guarantee, fraction: float) -> tuple[float, Guarantee]:
+    """(pure epsilon for the footpoint release, guarantee left for the main release).
+
+    The two compose back to ``g``: pure and (epsilon, delta) budgets add; GDP splits as
+    sqrt(f) mu and sqrt(1 - f) mu, the footpoint's epsilon-DP implying sqrt(f) mu-GDP through
+    ``gdp_to_pure_equivalent``; RDP at order alpha gives the footpoint the largest epsilon whose
+    RDP bound min(eps, alpha eps^2 / 2) is f * eps_alpha.
+    """
+    if not 0 < fraction < 1:
+        raise ValueError(f"footpoint_budget must lie in (0, 1), got {fraction}")
+    if isinstance(g, PureDP):
+        return fraction * g.epsilon, PureDP((1 - fraction) * g.epsilon)
+    if isinstance(g, ApproxDP):
+        return fraction * g.epsilon, ApproxDP((1 - fraction) * g.epsilon, g.delta)
+    if isinstance(g, GDP):
+        return gdp_to_pure_equivalent(math.sqrt(fraction) * g.mu), GDP(math.sqrt(1 - fraction) * g.mu)
+    alpha, eps = float(g.orders[0]), float(g.epsilons[0])
+    b = fraction * eps
+    return max(b, math.sqrt(2 * b / alpha)), RDP([alpha], [(1 - fraction) * eps])
+
+
+def ledger_cost(g: Guarantee, ledger_delta: float | None) -> tuple[float, float]:
+    """The (epsilon, delta) charged to a budget ledger for guarantee ``g``."""
+    if isinstance(g, PureDP):
+        return g.epsilon, 0.0
+    if isinstance(g, ApproxDP):
+        return g.epsilon, g.delta
+    if ledger_delta is None:
+        raise ValueError(f"a {g.describe()} release is charged to the ledger as (epsilon, delta): "
+                         f"pass ledger_delta, the delta at which to state it")
+    return g.to_approx(ledger_delta).epsilon, ledger_delta
+
+
+def equivalents(g: Guarantee) -> dict[str, str]:
+    if isinstance(g, PureDP):
+        return {"GDP": g.to_gdp().describe()}
+    if isinstance(g, ApproxDP):
+        return {}
+    return {f"delta={d:g}": g.to_approx(d).describe() for d in (1e-5, 1e-6)}
+
+
+def _footpoint_mechanism(manifold, n, radius, epsilon_fp) -> tuple[RiemannianLaplace, int]:
+    """The Riemannian Laplace that releases the mean of a random 5% subsample (m points).
+
+    Its mean has the Theorem 2 sensitivity for m = ceil(0.05 n) points; the Laplace must be
+    normalisable at scale Delta_m / epsilon_fp, otherwise this raises (a public footpoint is then
+    the only sound choice).
+    """
+    m = max(1, math.ceil(SUBSAMPLE_FRACTION * n))
+    delta_sub = frechet_mean_sensitivity(manifold, radius, m)
+    try:
+        return RiemannianLaplace(manifold, delta_sub / epsilon_fp), m
+    except NotNormalisableError as exc:
+        raise NotNormalisableError(
+            f"private footpoint selection: the Riemannian Laplace release of the mean of a "
+            f"{m}-point subsample (sensitivity {delta_sub:.4g}) at epsilon {epsilon_fp:.4g} is not "
+            f"normalisable ({exc}). Use a public footpoint (the default: the data ball's center), "
+            f"a larger footpoint_budget, or a larger budget") from None
+
+
+def _private_footpoint(mech: RiemannianLaplace, m: int, x, center, rng) -> tuple[Array, dict]:
+    """Draw the subsample (indices from ``rng`` alone), take its mean, release it with ``mech``."""
+    idx = rng.choice(len(x), size=m, replace=False)
+    sub_mean = frechet_mean(mech.manifold, x[idx], init=center, tol=1e-12, max_iter=10_000,
+                            on_spread="ignore").mean
+    value = mech.sample(sub_mean, rng=rng)
+    return value, {"subsample_size": m, "scale": mech.scale, "sampler": mech.last_info.as_dict()}
+
+
+def private_frechet_mean(points: Array, manifold: Manifold, epsilon: float | None = None,
+                         center: Array | None = None, radius: float | None = None,
+                         mechanism: str = "laplace", clip: bool = False,
+                         ledger: BudgetLedger | None = None,
+                         rng: np.random.Generator | int | None = None, *,
+                         restrict: bool = False, delta: float | None = None,
+                         mu: float | None = None, rdp: tuple[float, float] | None = None,
+                         footpoint: Array | str | None = None,
+                         tangent_sensitivity: float | None = None, footpoint_budget: float = 0.1,
+                         ledger_delta: float | None = None) -> Release:
+    """A differentially private Fréchet mean of data in the public ball B_radius(center).
+
+    Mechanisms:
+    - ``"laplace"``: Riemannian Laplace at the sample mean, scale Delta/epsilon with Delta of
+      Theorem 2 (Reimherr et al. 2021); ``restrict=True`` conditions on the data ball and doubles
+      the scale (Theorem 3). Gives epsilon-DP.
+    - ``"wrapped-laplace"`` (epsilon-DP, Theorem 3.1) and ``"wrapped-gaussian"`` ((epsilon,
+      delta)-DP with ``delta``, mu-GDP with ``mu``, or (alpha, eps)-RDP with ``rdp``; Theorems
+      3.2-3.4) of the exponential-wrapped paper, on Hadamard manifolds only. ``footpoint`` is a
+      public point (default: ``center``) or ``"private"``: a Riemannian Laplace release of the mean
+      of a random 5% subsample spending ``footpoint_budget`` of the budget (the paper's appendix
+      A.3.1). ``tangent_sensitivity`` is a caller-proved bound on |Log_p0 f(D) - Log_p0 f(D')|
+      (default: Delta, valid because Log_p0 is 1-Lipschitz on Hadamard manifolds).
+
+    ``center`` and ``radius`` must not depend on the data; neighbouring data sets differ in one
+    record (n is public). With a ``ledger`` the cost is reserved before any randomness is drawn;
+    GDP and RDP releases are charged at ``ledger_delta``.
+    """
+    target = target_guarantee(mechanism, epsilon, delta, mu, rdp)
+    if center is None or radius is None:
+        raise ValueError("center and radius of the public data ball are required")
+    wrapped = mechanism.startswith("wrapped")
+    if wrapped:
+        check_hadamard(manifold)
+    elif footpoint is not None or tangent_sensitivity is not None:
+        raise ValueError("footpoint and tangent_sensitivity apply to the wrapped mechanisms only")
     rng = as_generator(rng)
     x = manifold.check_point(points)
     center = manifold.check_point(center)
@@ -39,22 +155,61 @@ def private_frechet_mean(points: Array, manifold: Manifold, epsilon: float, cent
         raise ValueError(f"points must have shape (n, {manifold.point_shape}), got {x.shape}")
     n = len(x)
     sensitivity = frechet_mean_sensitivity(manifold, radius, n)
+    if tangent_sensitivity is not None and not 0 < tangent_sensitivity <= sensitivity:
+        raise ValueError(f"tangent_sensitivity must lie in (0, Delta = {sensitivity:.6g}]: Log_p0 is "
+                         f"a contraction, so Delta always bounds it; got {tangent_sensitivity}")
+    fixed_footpoint = None
+    if wrapped and not (isinstance(footpoint, str) and footpoint == "private"):
+        fixed_footpoint = center if footpoint is None else manifold.check_point(footpoint)
+    elif isinstance(footpoint, str) and footpoint != "private":
+        raise ValueError(f"footpoint must be a point or 'private', got {footpoint!r}")
     x, clipped = enforce_ball(manifold, x, center, radius, clip)
     fit = frechet_mean(manifold, x, init=center, tol=1e-12, max_iter=10_000, on_spread="ignore")
     if not fit.converged:
         raise RuntimeError("the Fréchet mean did not converge; the sensitivity bound needs the "
                            "exact minimiser")
-    scale = (2.0 if restrict else 1.0) * sensitivity / epsilon
-    mech = RiemannianLaplace(manifold, scale, restrict_to=(center, radius) if restrict else None)
-    reservation = ledger.reserve(epsilon, 0.0, label=f"Fréchet mean ({mechanism})") if ledger else None
-    value = mech.sample(fit.mean, rng=rng)
+    main, fp_mech = target, None
+    if wrapped and fixed_footpoint is None:
+        eps_fp, main = split_guarantee(target, footpoint_budget)
+        fp_mech, fp_size = _footpoint_mechanism(manifold, n, radius, eps_fp)
+    tangent = sensitivity if tangent_sensitivity is None else float(tangent_sensitivity)
+    if not wrapped:
+        scale = (2.0 if restrict else 1.0) * sensitivity / target.epsilon
+        mech = RiemannianLaplace(manifold, scale, restrict_to=(center, radius) if restrict else None)
+        name = "Riemannian Laplace (Reimherr et al. 2021)"
+    elif mechanism == "wrapped-laplace":
+        scale = tangent / main.epsilon
+        name = "exponential-wrapped Laplace"
+    else:
+        if isinstance(main, PureDP):
+            raise ValueError("the Gaussian mechanism needs delta > 0 for (epsilon, delta)-DP")
+        if isinstance(main, ApproxDP):
+            scale = analytic_gaussian_sigma(main.epsilon, main.delta, tangent)
+        elif isinstance(main, GDP):
+            scale = tangent / main.mu
+        else:
+            scale = rdp_sigma(float(main.orders[0]), float(main.epsilons[0]), tangent)
+        name = "exponential-wrapped Gaussian"
+    cost = ledger_cost(target, ledger_delta) if ledger is not None else None
+    reservation = (ledger.reserve(*cost, label=f"Fréchet mean ({mechanism}, {target.describe()})")
+                   if ledger is not None else None)
+    diagnostics = {"n": n, "clipped": clipped, "frechet_iterations": fit.iterations}
+    exact = True
+    if fp_mech is not None:
+        fixed_footpoint, fp_info = _private_footpoint(fp_mech, fp_size, x, center, rng)
+        diagnostics["private_footpoint"] = {"epsilon": eps_fp, **fp_info}
+        exact = fp_info["sampler"]["exact"]
+    if wrapped:
+        cls = WrappedLaplace if mechanism == "wrapped-laplace" else WrappedGaussian
+        value = cls(manifold, scale, fixed_footpoint).sample(fit.mean, rng=rng)
+        diagnostics.update(footpoint=np.asarray(fixed_footpoint).tolist(),
+                           tangent_sensitivity=tangent, main_guarantee=main.describe())
+    else:
+        value = mech.sample(fit.mean, rng=rng)
+        exact = mech.last_info.exact
+        diagnostics.update(restricted_to_ball=restrict, sampler=mech.last_info.as_dict())
     if reservation is not None:
         reservation.done()
-    info = mech.last_info
-    diagnostics = {"n": n, "clipped": clipped, "frechet_iterations": fit.iterations,
-                   "restricted_to_ball": restrict, "sampler": info.as_dict()}
-    guarantee = PureDP(epsilon)
-    return Release(value=value, guarantee=guarantee, sensitivity=sensitivity, scale=scale,
-                   mechanism="Riemannian Laplace (Reimherr et al. 2021)",
-                   exact_sampler=info.exact, diagnostics=diagnostics,
-                   equivalent={"GDP": guarantee.to_gdp().describe()})
+    return Release(value=value, guarantee=target, sensitivity=sensitivity, scale=scale,
+                   mechanism=name, exact_sampler=exact, diagnostics=diagnostics,
+                   equivalent=equivalents(target))

@@ -205,9 +205,15 @@ class Manifold(ABC):
         total = int(np.prod(size, dtype=int))
         bound = self.max_volume_density(radius)
         out = np.empty((total,) + self.point_shape)
-        filled = 0
+        filled, proposed = 0, 0
         while filled < total:
-            m = max(2 * (total - filled), 64)
+            if proposed >= 10**6 and filled < 1e-4 * proposed:
+                raise RuntimeError(
+                    f"uniform sampling of a ball of radius {radius:g} on {self!r} accepts fewer "
+                    f"than 1e-4 of its proposals (the volume density grows too fast); use a "
+                    f"smaller radius")
+            m = min(max(2 * (total - filled), 64), 10**6)
+            proposed += m
             c = rng.standard_normal((m, self.dim))
             c *= radius * rng.random(m)[:, None] ** (1.0 / self.dim) / np.linalg.norm(
                 c, axis=-1, keepdims=True)

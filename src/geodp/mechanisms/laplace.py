@@ -129,7 +129,7 @@ class RiemannianLaplace:
         for which in ("A", "B") if self._law is not None else ("B",):
             try:
                 rates[which] = len(self._restricted_proposals(footpoint, pilot, rng, which)) / pilot
-            except LowAcceptanceError:
+            except (LowAcceptanceError, RuntimeError):
                 rates[which] = 0.0
         which = max(rates, key=rates.get)
         if rates[which] < self.min_acceptance:

@@ -1,0 +1,121 @@
+"""Exponential-wrapped Laplace and Gaussian mechanisms on Hadamard manifolds.
+
+The noise is drawn in the tangent space of a fixed public footpoint p0, in orthonormal
+coordinates, around the tangent center Log_p0 f(D), and pushed to the manifold by Exp_p0
+(Definitions 3.1 and 3.2, Algorithm 1 of the exponential-wrapped paper). On a Hadamard manifold
+Exp_p0 is a global diffeomorphism and Log_p0 is 1-Lipschitz, which is what the guarantees need;
+elsewhere (positive curvature) the mechanisms are refused.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import special
+
+from ..manifolds import Manifold
+from ..manifolds.base import Array, as_generator
+
+
+class NotHadamardError(ValueError):
+    """The manifold has positive curvature somewhere or a finite injectivity radius."""
+
+
+def check_hadamard(manifold: Manifold) -> None:
+    k_max = manifold.curvature_bounds[1]
+    if k_max > 0 or np.isfinite(manifold.injectivity_radius):
+        raise NotHadamardError(
+            f"exponential-wrapped mechanisms need a Hadamard manifold (complete, simply connected, "
+            f"curvature <= 0); {manifold!r} has curvature up to {k_max:g} and injectivity radius "
+            f"{manifold.injectivity_radius:g}, so Log_p0 is not defined everywhere and is not a "
+            f"contraction: the privacy proofs do not apply. Use RiemannianLaplace instead")
+
+
+class _Wrapped:
+    """Shared machinery: tangent center, push-forward, density with the volume change."""
+
+    def __init__(self, manifold: Manifold, footpoint: Array):
+        check_hadamard(manifold)
+        self.manifold = manifold
+        self.footpoint = manifold.check_point(footpoint)
+        if self.footpoint.ndim != len(manifold.point_shape):
+            raise ValueError("the footpoint must be a single point")
+
+    def tangent_center(self, center: Array) -> Array:
+        """Orthonormal coordinates of Log_p0(center)."""
+        m = self.manifold
+        return m.to_coords(self.footpoint, m.log(self.footpoint, m.check_point(center)))
+
+    def _noise(self, shape: tuple[int, ...], rng: np.random.Generator) -> Array:
+        raise NotImplementedError
+
+    def _log_noise_density(self, u: Array) -> Array:
+        raise NotImplementedError
+
+    def sample(self, center: Array, size=None, rng: np.random.Generator | int | None = None) -> Array:
+        """Draws Exp_p0(Log_p0(center) + noise), shape size + batch(center) + point_shape."""
+        rng = as_generator(rng)
+        c = self.tangent_center(center)
+        shape = (() if size is None else (size,) if np.isscalar(size) else tuple(size)) + c.shape[:-1]
+        u = c + self._noise(shape, rng)
+        m = self.manifold
+        return m.exp(self.footpoint, m.from_coords(self.footpoint, u))
+
+    def log_density(self, center: Array, y: Array) -> Array:
+        """log g(y) w.r.t. the Riemannian volume: log h(u - Log_p0 center) - log J_p0(u), u = Log_p0 y."""
+        m = self.manifold
+        v = m.log(self.footpoint, m.check_point(y))
+        u = m.to_coords(self.footpoint, v)
+        return self._log_noise_density(u - self.tangent_center(center)) - np.log(
+            m.volume_density(self.footpoint, v))
+
+
+class WrappedLaplace(_Wrapped):
+    """Exponential-wrapped Laplace: tangent noise R * scale * U, R ~ Gamma(d, 1), U uniform.
+
+    epsilon-DP with scale = Delta / epsilon (Theorem 3.1), Delta a bound on
+    |Log_p0 f(D) - Log_p0 f(D')| (the global sensitivity suffices on Hadamard manifolds).
+    """
+
+    def __init__(self, manifold: Manifold, scale: float, footpoint: Array):
+        super().__init__(manifold, footpoint)
+        scale = float(scale)
+        if not (np.isfinite(scale) and scale > 0):
+            raise ValueError(f"scale must be positive and finite, got {scale}")
+        self.scale = scale
+
+    def _noise(self, shape, rng):
+        d = self.manifold.dim
+        u = rng.standard_normal(shape + (d,))
+        u /= np.linalg.norm(u, axis=-1, keepdims=True)
+        return self.scale * rng.gamma(d, 1.0, size=shape + (1,)) * u
+
+    def _log_noise_density(self, u):
+        """exp(-|u|/s) / (s^d Gamma(d) |S^(d-1)|), |S^(d-1)| = 2 pi^(d/2) / Gamma(d/2)."""
+        d = self.manifold.dim
+        log_norm = (d * np.log(self.scale) + special.gammaln(d) + np.log(2.0)
+                    + 0.5 * d * np.log(np.pi) - special.gammaln(0.5 * d))
+        return -np.linalg.norm(u, axis=-1) / self.scale - log_norm
+
+
+class WrappedGaussian(_Wrapped):
+    """Exponential-wrapped Gaussian: tangent noise N(0, sigma^2 I) in orthonormal coordinates.
+
+    Calibrations: (epsilon, delta)-DP by the analytic condition with the tangent sensitivity
+    (Theorem 3.2, ``analytic_gaussian_sigma``); mu-GDP with sigma = Delta/mu (Theorem 3.3);
+    (alpha, epsilon)-RDP with sigma = Delta/sqrt(2 epsilon/alpha) (Theorem 3.4).
+    """
+
+    def __init__(self, manifold: Manifold, sigma: float, footpoint: Array):
+        super().__init__(manifold, footpoint)
+        sigma = float(sigma)
+        if not (np.isfinite(sigma) and sigma > 0):
+            raise ValueError(f"sigma must be positive and finite, got {sigma}")
+        self.sigma = sigma
+
+    def _noise(self, shape, rng):
+        return self.sigma * rng.standard_normal(shape + (self.manifold.dim,))
+
+    def _log_noise_density(self, u):
+        d = self.manifold.dim
+        return (-0.5 * np.sum(u * u, axis=-1) / self.sigma**2
+                - 0.5 * d * np.log(2 * np.pi * self.sigma**2))

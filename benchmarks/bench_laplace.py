@@ -14,7 +14,6 @@ Prints independent draws per second and the ratio (target: >= 10 000x over the M
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -22,56 +21,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import best_time, print_table  # noqa: E402
 
+from geodp.experiments.baselines import (eigen_metropolis_seconds_per_step,  # noqa: E402
+                                        sphere_metropolis_seconds_per_step,
+                                        sphere_uniform_rejection_rate)
 from geodp.manifolds import SPD, Sphere  # noqa: E402
 from geodp.mechanisms import RiemannianLaplace  # noqa: E402
 from geodp.statistics import frechet_mean_sensitivity  # noqa: E402
 
 BURN_IN, THIN = 10_000, 100
-
-
-def sphere_metropolis_step_time(sigma: float, steps: int, rng) -> float:
-    """Seconds per Metropolis step of the supplement A.5 chain, one point at a time."""
-    eta = np.array([0.0, 0.0, 1.0])
-    x = eta.copy()
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        g = rng.standard_normal(3)
-        v = sigma * g / np.linalg.norm(g)
-        v -= (v @ x) * x
-        nv = np.linalg.norm(v)
-        y = np.cos(nv) * x + np.sin(nv) * v / nv
-        if rng.random() < np.exp((np.arccos(np.clip(x @ eta, -1, 1))
-                                  - np.arccos(np.clip(y @ eta, -1, 1))) / sigma):
-            x = y
-    return (time.perf_counter() - t0) / steps
-
-
-def sphere_uniform_rejection_rate(sigma: float, rng, budget_s: float = 2.0) -> float:
-    """Independent draws per second of uniform-proposal rejection (vectorised batches)."""
-    eta = np.array([0.0, 0.0, 1.0])
-    got, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < budget_s:
-        g = rng.standard_normal((200_000, 3))
-        u = g / np.linalg.norm(g, axis=1, keepdims=True)
-        rho = np.arccos(np.clip(u @ eta, -1, 1))
-        got += int(np.sum(rng.random(len(u)) < np.exp(-rho / sigma)))
-    return got / (time.perf_counter() - t0)
-
-
-def spd_eigen_metropolis_step_time(scale: float, steps: int, rng) -> float:
-    """Seconds per Metropolis step on r in R^2 with target exp(-|r|/s) sinh(|r1 - r2|/2)."""
-    def logp(r):
-        return -np.hypot(r[0], r[1]) / scale + np.log(np.sinh(abs(r[0] - r[1]) / 2) + 1e-300)
-
-    r = np.array([0.1, -0.1])
-    lp = logp(r)
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        prop = r + 0.5 * scale * rng.standard_normal(2)
-        lq = logp(prop)
-        if np.log(rng.random()) < lq - lp:
-            r, lp = prop, lq
-    return (time.perf_counter() - t0) / steps
 
 
 def ours_rate(manifold, scale, footpoints, rng) -> float:
@@ -92,7 +49,7 @@ def main():
         sigma = frechet_mean_sensitivity(sphere, r, n) / 1.0
         mine = ours_rate(sphere, sigma, footpoints, rng)
         if step_time is None:
-            step_time = sphere_metropolis_step_time(sigma, 20_000, rng)
+            step_time = sphere_metropolis_seconds_per_step(sigma, 20_000, rng)
         per_release = 1.0 / ((BURN_IN + THIN) * step_time)
         amortised = 1.0 / (THIN * step_time)
         uniform = sphere_uniform_rejection_rate(sigma, rng)
@@ -109,7 +66,7 @@ def main():
         scale = frechet_mean_sensitivity(spd, 1.5, n)
         mine = ours_rate(spd, scale, feet, rng)
         if spd_step is None:
-            spd_step = spd_eigen_metropolis_step_time(scale, 20_000, rng)
+            spd_step = eigen_metropolis_seconds_per_step(2, scale, 20_000, rng)
         rate = 1.0 / (BURN_IN * spd_step)
         rows.append({"setting": f"SPD(2) r=1.5 n={n} scale={scale:.4f}",
                      "baseline": "MCMC on eigenvalues, 10000 steps per release",

@@ -75,3 +75,16 @@ def test_matmul_fast_paths_agree_with_numpy():
     assert np.allclose(mx.matmul(b, a), b @ a)
     assert np.allclose(mx.matmul(a[None, None], b), a @ b)
     assert np.allclose(mx.matmul(b, b), b @ b)
+
+
+def test_threaded_lapack_path_matches_single_call():
+    rng = np.random.default_rng(1)
+    a = random_sym(rng, 4, 2, False)
+    a = np.broadcast_to(a, (15_000, 2, 4, 4)).copy()
+    a += 1e-3 * rng.standard_normal(a.shape)
+    a = mx.sym(a)
+    w, v = mx.eigh(a)
+    assert w.shape == (15_000, 2, 4) and v.shape == (15_000, 2, 4, 4)
+    assert np.allclose(w, np.linalg.eigvalsh(a), atol=1e-10)
+    assert np.allclose(mx.eigvalsh(a), w, atol=1e-12)
+    assert np.allclose(mx.from_eig(w, v), a, atol=1e-10)

@@ -146,6 +146,8 @@ def cmd_release_mean(args: argparse.Namespace) -> None:
 def cmd_reproduce(args: argparse.Namespace) -> None:
     if args.paper == "reimherr2021":
         from .experiments.reimherr2021 import run
+    else:
+        from .experiments.wrapped import run
     emit(run(Path(args.out), reps=args.reps, seed=args.seed))
 
 
@@ -226,6 +228,15 @@ def build_parser() -> argparse.ArgumentParser:
                                     "utility of the intrinsic versus the Euclidean Laplace.")
     p.add_argument("--reps", type=int, default=1000, help="replicates per sample size")
     p.add_argument("--out", default="out/reimherr2021", help="output directory")
+    p.add_argument("--seed", type=int, default=0, help="random seed")
+    p.set_defaults(func=cmd_reproduce)
+    p = rsub.add_parser("wrapped", help="Figure 1, Table 1 and real data of the exponential-"
+                                        "wrapped mechanisms paper",
+                        description="Figure 1 (SPD, eps-DP and GDP), Table 1 (time per release) "
+                                    "and the covariance-descriptor experiment (digits for "
+                                    "OCTMNIST).")
+    p.add_argument("--reps", type=int, default=100, help="replicates per point of Figure 1")
+    p.add_argument("--out", default="out/wrapped", help="output directory")
     p.add_argument("--seed", type=int, default=0, help="random seed")
     p.set_defaults(func=cmd_reproduce)
 

@@ -5,7 +5,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
 
 import numpy as np
 
@@ -153,6 +156,30 @@ def _funcm_3x3(a: Array, f: Callable[[Array], Array]) -> Array:
     return out.reshape(batch + (3, 3))
 
 
+_PARALLEL_MIN = 20_000
+_WORKERS = min(os.cpu_count() or 1, 8)
+
+
+@lru_cache(maxsize=1)
+def _pool() -> ThreadPoolExecutor | None:
+    return ThreadPoolExecutor(_WORKERS) if _WORKERS > 1 else None
+
+
+def _lapack(fn: Callable, a: Array):
+    """Apply a batched LAPACK routine, split over threads for large batches (LAPACK releases
+    the GIL, so the chunks run on separate cores)."""
+    pool = _pool()
+    batch = a.shape[:-2]
+    count = int(np.prod(batch, dtype=int))
+    if pool is None or count < _PARALLEL_MIN:
+        return fn(a)
+    flat = a.reshape((count,) + a.shape[-2:])
+    parts = list(pool.map(fn, np.array_split(flat, _WORKERS)))
+    if isinstance(parts[0], tuple):
+        return tuple(np.concatenate(p).reshape(batch + p[0].shape[1:]) for p in zip(*parts))
+    return np.concatenate(parts).reshape(batch + parts[0].shape[1:])
+
+
 def eigh(a: Array) -> tuple[Array, Array]:
     """Eigenvalues (ascending) and orthonormal eigenvectors of the symmetric part of a."""
     a = np.asarray(a, dtype=float)
@@ -160,7 +187,7 @@ def eigh(a: Array) -> tuple[Array, Array]:
         return _eigh_2x2(a)
     if a.shape[-1] == 3:
         return _eigh_3x3(a)
-    return np.linalg.eigh(sym(a))
+    return _lapack(np.linalg.eigh, sym(a))
 
 
 def eigvalsh(a: Array) -> Array:
@@ -173,7 +200,7 @@ def eigvalsh(a: Array) -> Array:
         return np.stack([mid - rad, mid + rad], axis=-1)
     if a.shape[-1] == 3:
         return _eigvalsh_3x3(a)
-    return np.linalg.eigvalsh(sym(a))
+    return _lapack(np.linalg.eigvalsh, sym(a))
 
 
 def from_eig(w: Array, v: Array) -> Array:

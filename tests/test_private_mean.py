@@ -9,7 +9,7 @@ import pytest
 
 import geodp
 from geodp.cli import main
-from geodp.manifolds import SPD, Euclidean, Hyperbolic, KendallShape, Sphere
+from geodp.manifolds import SPD, Hyperbolic, KendallShape, Sphere
 from geodp.privacy import BudgetExceededError, BudgetLedger, PureDP
 from geodp.statistics import frechet_mean, frechet_mean_sensitivity
 

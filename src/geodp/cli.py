@@ -69,8 +69,9 @@ def cmd_mean(args: argparse.Namespace) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         res = frechet_mean(manifold, points, tol=args.tol, max_iter=args.max_iter)
-    emit({"warnings": [str(w.message) for w in caught], "manifold": repr(manifold), "n": len(points), "value": res.mean,
-          "iterations": res.iterations, "converged": res.converged,
+    emit({"warnings": [str(w.message) for w in caught], "manifold": repr(manifold),
+          "n": len(points), "value": res.mean, "iterations": res.iterations,
+          "converged": res.converged,
           "grad_norm": float(res.grad_norm),
           "max_radius": None if res.max_radius is None else float(res.max_radius)})
 
@@ -223,22 +224,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("reproduce", help="regenerate a paper's figures (PNG + CSV)",
                        description="Reproduce the figures of the papers geodp implements.")
     rsub = p.add_subparsers(dest="paper", required=True)
-    p = rsub.add_parser("reimherr2021", help="Figure 1 of Reimherr, Bharath & Soto (2021)",
-                        description="Figure 1: SPD(2) and S^2 sensitivity against Theorem 2, and "
-                                    "utility of the intrinsic versus the Euclidean Laplace.")
-    p.add_argument("--reps", type=int, default=1000, help="replicates per sample size")
-    p.add_argument("--out", default="out/reimherr2021", help="output directory")
-    p.add_argument("--seed", type=int, default=0, help="random seed")
-    p.set_defaults(func=cmd_reproduce)
-    p = rsub.add_parser("wrapped", help="Figure 1, Table 1 and real data of the exponential-"
-                                        "wrapped mechanisms paper",
-                        description="Figure 1 (SPD, eps-DP and GDP), Table 1 (time per release) "
-                                    "and the covariance-descriptor experiment (digits for "
-                                    "OCTMNIST).")
-    p.add_argument("--reps", type=int, default=100, help="replicates per point of Figure 1")
-    p.add_argument("--out", default="out/wrapped", help="output directory")
-    p.add_argument("--seed", type=int, default=0, help="random seed")
-    p.set_defaults(func=cmd_reproduce)
+    papers = {
+        "reimherr2021": ("Figure 1 of Reimherr, Bharath & Soto (2021)",
+                         "Figure 1: SPD(2) and S^2 sensitivity against Theorem 2, and utility of "
+                         "the intrinsic versus the Euclidean Laplace.", 1000),
+        "wrapped": ("Figure 1, Table 1 and real data of the exponential-wrapped mechanisms paper",
+                    "Figure 1 (SPD, eps-DP and GDP), Table 1 (time per release) and the "
+                    "covariance-descriptor experiment (digits for OCTMNIST).", 100),
+    }
+    for name, (short, long, reps) in papers.items():
+        p = rsub.add_parser(name, help=short, description=long)
+        p.add_argument("--reps", type=int, default=reps, help="replicates per point")
+        p.add_argument("--out", default=f"out/{name}", help="output directory")
+        p.add_argument("--seed", type=int, default=0, help="random seed")
+        p.set_defaults(func=cmd_reproduce)
 
     p = sub.add_parser("budget", help="create or inspect a privacy budget ledger",
                        description="Create (init), summarise (show) or list (history) a persistent "

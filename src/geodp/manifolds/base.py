@@ -14,6 +14,13 @@ import numpy as np
 Array = np.ndarray
 
 
+def size_tuple(size: int | tuple[int, ...] | None) -> tuple[int, ...]:
+    """A sample ``size`` (None, an int or a tuple) as a shape tuple."""
+    if size is None:
+        return ()
+    return (int(size),) if np.isscalar(size) else tuple(int(s) for s in size)
+
+
 class Manifold(ABC):
     """A complete Riemannian manifold with closed-form exponential and logarithm maps.
 
@@ -178,7 +185,7 @@ class Manifold(ABC):
         """
         p = np.asarray(p, dtype=float)
         batch = p.shape[: p.ndim - len(self.point_shape)]
-        size = () if size is None else (size,) if np.isscalar(size) else tuple(size)
+        size = size_tuple(size)
         c = rng.standard_normal(size + batch + (self.dim,))
         c /= np.linalg.norm(c, axis=-1, keepdims=True)
         return self.from_coords(p, c)
@@ -201,7 +208,7 @@ class Manifold(ABC):
         center = self.check_point(center)
         if center.ndim != len(self.point_shape):
             raise ValueError("random_ball takes a single center point")
-        size = () if size is None else (size,) if np.isscalar(size) else tuple(size)
+        size = size_tuple(size)
         total = int(np.prod(size, dtype=int))
         bound = self.max_volume_density(radius)
         out = np.empty((total,) + self.point_shape)

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..manifolds import SPD, Manifold
-from ..manifolds.base import Array, as_generator
+from ..manifolds.base import Array, as_generator, size_tuple
+from ..privacy.conversions import check_positive
 
 
 def to_ambient(manifold: Manifold, x: Array) -> Array:
@@ -74,10 +75,8 @@ class EuclideanLaplace:
     """
 
     def __init__(self, manifold: Manifold, scale: float, project: bool = True):
-        scale = float(scale)
-        if not (np.isfinite(scale) and scale > 0):
-            raise ValueError(f"scale must be positive and finite, got {scale}")
-        self.manifold, self.scale, self.project = manifold, scale, project
+        self.manifold, self.project = manifold, project
+        self.scale = check_positive("scale", scale)
         self.last_info: AmbientInfo | None = None
 
     def sample(self, center: Array, size=None, rng: np.random.Generator | int | None = None) -> Array:
@@ -85,7 +84,7 @@ class EuclideanLaplace:
         rng = as_generator(rng)
         m = self.manifold
         c = to_ambient(m, m.check_point(center))
-        shape = (() if size is None else (size,) if np.isscalar(size) else tuple(size)) + c.shape[:-1]
+        shape = size_tuple(size) + c.shape[:-1]
         n = int(np.prod(shape, dtype=int)) if shape else 1
         dim = c.shape[-1]
         u = rng.standard_normal((n, dim))

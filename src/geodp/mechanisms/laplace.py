@@ -8,8 +8,9 @@ import numpy as np
 
 from ..manifolds import Manifold
 from ..manifolds import _matrix as mx
-from ..manifolds.base import Array, as_generator
+from ..manifolds.base import Array, as_generator, size_tuple
 from ..manifolds.spd import AffineInvariantSPD
+from ..privacy.conversions import check_positive
 from .mcmc import MCMCDiagnostics, metropolis_hastings
 from .radial import NotNormalisableError, radial_law
 from .spd_laplace import LowAcceptanceError, SPDEigenLaw, haar_orthogonal
@@ -34,12 +35,6 @@ class SamplerInfo:
         return out
 
 
-def _size_tuple(size) -> tuple[int, ...]:
-    if size is None:
-        return ()
-    return (int(size),) if np.isscalar(size) else tuple(int(s) for s in size)
-
-
 class RiemannianLaplace:
     """Density proportional to exp(-rho(footpoint, m) / scale) w.r.t. the Riemannian volume.
 
@@ -59,10 +54,7 @@ class RiemannianLaplace:
 
     def __init__(self, manifold: Manifold, scale: float, restrict_to: tuple[Array, float] | None = None,
                  min_acceptance: float = 1e-4, mcmc_burn_in: int = 3000):
-        scale = float(scale)
-        if not (np.isfinite(scale) and scale > 0):
-            raise ValueError(f"scale must be positive and finite, got {scale}")
-        self.manifold, self.scale = manifold, scale
+        self.manifold, self.scale = manifold, check_positive("scale", scale)
         self.min_acceptance, self.mcmc_burn_in = min_acceptance, mcmc_burn_in
         self.restrict_to = None
         if restrict_to is not None:
@@ -170,7 +162,7 @@ class RiemannianLaplace:
         footpoint = m.check_point(footpoint)
         nd = len(m.point_shape)
         batch = footpoint.shape[: footpoint.ndim - nd]
-        shape = _size_tuple(size) + batch
+        shape = size_tuple(size) + batch
         n = int(np.prod(shape, dtype=int)) if shape else 1
         if batch:
             footpoints = np.broadcast_to(footpoint, shape + m.point_shape).reshape((n,) + m.point_shape)

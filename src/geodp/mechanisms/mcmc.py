@@ -96,7 +96,7 @@ def metropolis_hastings(manifold: Manifold, log_target: Callable[[Array], Array]
         y = manifold.exp(x, xi)
         lq = log_target(y)
         back = manifold.log(y, x)
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore"):  # |xi| >= inj/2 is rejected below
             log_hastings = np.log(manifold.volume_density(x, xi)) - np.log(
                 manifold.volume_density(y, back))
         log_alpha = lq - lp + log_hastings

@@ -16,6 +16,7 @@ from scipy import optimize
 
 from ..manifolds import SPD, Euclidean, Hyperbolic, KendallShape, Manifold, Sphere
 from ..manifolds.spd import LogEuclideanSPD
+from ..privacy.conversions import check_positive
 from .envelope import rejection_sample, tangent_envelope
 
 
@@ -112,9 +113,7 @@ def radial_law(manifold: Manifold, scale: float) -> RadialLaw:
     exp(-r/s) sinh(sqrt(k) r)^(d-1) is not integrable, and ``TypeError`` for manifolds whose
     volume density depends on the direction (affine-invariant SPD has its own sampler).
     """
-    scale = float(scale)
-    if not (np.isfinite(scale) and scale > 0):
-        raise ValueError(f"scale must be positive and finite, got {scale}")
+    scale = check_positive("scale", scale)
     if isinstance(manifold, Euclidean):
         return RadialLaw("flat", scale, manifold.dim, 0.0, np.inf)
     if isinstance(manifold, LogEuclideanSPD):

@@ -13,7 +13,8 @@ import numpy as np
 from scipy import special
 
 from ..manifolds import Manifold
-from ..manifolds.base import Array, as_generator
+from ..manifolds.base import Array, as_generator, size_tuple
+from ..privacy.conversions import check_positive
 
 
 class NotHadamardError(ValueError):
@@ -55,7 +56,7 @@ class _Wrapped:
         """Draws Exp_p0(Log_p0(center) + noise), shape size + batch(center) + point_shape."""
         rng = as_generator(rng)
         c = self.tangent_center(center)
-        shape = (() if size is None else (size,) if np.isscalar(size) else tuple(size)) + c.shape[:-1]
+        shape = size_tuple(size) + c.shape[:-1]
         u = c + self._noise(shape, rng)
         m = self.manifold
         return m.exp(self.footpoint, m.from_coords(self.footpoint, u))
@@ -78,10 +79,7 @@ class WrappedLaplace(_Wrapped):
 
     def __init__(self, manifold: Manifold, scale: float, footpoint: Array):
         super().__init__(manifold, footpoint)
-        scale = float(scale)
-        if not (np.isfinite(scale) and scale > 0):
-            raise ValueError(f"scale must be positive and finite, got {scale}")
-        self.scale = scale
+        self.scale = check_positive("scale", scale)
 
     def _noise(self, shape, rng):
         d = self.manifold.dim
@@ -107,10 +105,7 @@ class WrappedGaussian(_Wrapped):
 
     def __init__(self, manifold: Manifold, sigma: float, footpoint: Array):
         super().__init__(manifold, footpoint)
-        sigma = float(sigma)
-        if not (np.isfinite(sigma) and sigma > 0):
-            raise ValueError(f"sigma must be positive and finite, got {sigma}")
-        self.sigma = sigma
+        self.sigma = check_positive("sigma", sigma)
 
     def _noise(self, shape, rng):
         return self.sigma * rng.standard_normal(shape + (self.manifold.dim,))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .conversions import _check_delta, _check_positive, gdp_mu
+from .conversions import check_delta, check_positive, gdp_mu
 
 
 def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
@@ -13,26 +13,26 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     Balle & Wang (2018), Theorem 8: Phi(D/(2s) - eps s/D) - e^eps Phi(-D/(2s) - eps s/D) <= delta.
     With mu = D/s this is the GDP privacy profile delta_mu(eps), solved for mu in log space.
     """
-    epsilon = _check_positive("epsilon", epsilon)
-    sensitivity = _check_positive("sensitivity", sensitivity)
+    epsilon = check_positive("epsilon", epsilon)
+    sensitivity = check_positive("sensitivity", sensitivity)
     return sensitivity / gdp_mu(epsilon, delta)
 
 
 def classic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
     """sigma = sqrt(2 ln(1.25/delta)) D / eps (Dwork & Roth 2014, Thm A.1), valid only for eps < 1."""
-    epsilon = _check_positive("epsilon", epsilon)
-    delta = _check_delta(delta)
+    epsilon = check_positive("epsilon", epsilon)
+    delta = check_delta(delta)
     if epsilon >= 1:
         raise ValueError(
             f"the classic Gaussian calibration is not (eps, delta)-DP for eps >= 1 (got eps = "
             f"{epsilon}); use analytic_gaussian_sigma")
-    return float(np.sqrt(2.0 * np.log(1.25 / delta)) * _check_positive("sensitivity", sensitivity)
+    return float(np.sqrt(2.0 * np.log(1.25 / delta)) * check_positive("sensitivity", sensitivity)
                  / epsilon)
 
 
 def gdp_sigma(mu: float, sensitivity: float = 1.0) -> float:
     """sigma = D / mu: the Gaussian mechanism is mu-GDP (Dong, Roth & Su 2022, Thm 2.7)."""
-    return _check_positive("sensitivity", sensitivity) / _check_positive("mu", mu)
+    return check_positive("sensitivity", sensitivity) / check_positive("mu", mu)
 
 
 def rdp_sigma(alpha: float, epsilon: float, sensitivity: float = 1.0) -> float:
@@ -40,10 +40,10 @@ def rdp_sigma(alpha: float, epsilon: float, sensitivity: float = 1.0) -> float:
     alpha = float(alpha)
     if not alpha > 1:
         raise ValueError(f"the RDP order alpha must exceed 1, got {alpha}")
-    return _check_positive("sensitivity", sensitivity) / np.sqrt(
-        2.0 * _check_positive("epsilon", epsilon) / alpha)
+    return check_positive("sensitivity", sensitivity) / np.sqrt(
+        2.0 * check_positive("epsilon", epsilon) / alpha)
 
 
 def laplace_scale(epsilon: float, sensitivity: float = 1.0) -> float:
     """b = D / eps: the Laplace (and K-norm) mechanism is eps-DP."""
-    return _check_positive("sensitivity", sensitivity) / _check_positive("epsilon", epsilon)
+    return check_positive("sensitivity", sensitivity) / check_positive("epsilon", epsilon)

@@ -9,14 +9,16 @@ import numpy as np
 from scipy import optimize, special
 
 
-def _check_positive(name: str, value: float) -> float:
+def check_positive(name: str, value: float) -> float:
+    """``value`` as a float, or ValueError unless it is positive and finite."""
     value = float(value)
     if not (np.isfinite(value) and value > 0):
         raise ValueError(f"{name} must be positive and finite, got {value}")
     return value
 
 
-def _check_delta(delta: float) -> float:
+def check_delta(delta: float) -> float:
+    """``delta`` as a float, or ValueError unless 0 < delta < 1."""
     delta = float(delta)
     if not (0 < delta < 1):
         raise ValueError(f"delta must lie in (0, 1), got {delta}")
@@ -30,7 +32,7 @@ def log_gdp_delta(mu: float, epsilon: float) -> float:
     Gaussian mechanism with sensitivity/sigma = mu). Evaluated as
     log Phi(a) + log1p(-exp(eps + log Phi(b) - log Phi(a))).
     """
-    mu = _check_positive("mu", mu)
+    mu = check_positive("mu", mu)
     epsilon = float(epsilon)
     a = -epsilon / mu + mu / 2.0
     b = -epsilon / mu - mu / 2.0
@@ -48,8 +50,8 @@ def gdp_epsilon(mu: float, delta: float) -> float:
 
     delta_mu is strictly decreasing in epsilon; solved in log space by Brent's method.
     """
-    mu = _check_positive("mu", mu)
-    log_delta = np.log(_check_delta(delta))
+    mu = check_positive("mu", mu)
+    log_delta = np.log(check_delta(delta))
     if log_gdp_delta(mu, 0.0) <= log_delta:
         return 0.0
     hi = max(1.0, mu * mu)
@@ -64,7 +66,7 @@ def gdp_mu(epsilon: float, delta: float) -> float:
     epsilon = float(epsilon)
     if not (np.isfinite(epsilon) and epsilon >= 0):
         raise ValueError(f"epsilon must be finite and non-negative, got {epsilon}")
-    log_delta = np.log(_check_delta(delta))
+    log_delta = np.log(check_delta(delta))
     lo, hi = 1e-3, 1.0
     while log_gdp_delta(lo, epsilon) > log_delta:
         lo /= 2.0
@@ -81,13 +83,13 @@ def pure_to_gdp(epsilon: float) -> float:
     to compare eps-DP and GDP mechanisms. G_mu passes through the kink of the eps-DP trade-off
     function f_{eps,0} and is convex, hence lies below its two chords: f_{eps,0} >= G_mu.
     """
-    epsilon = _check_positive("epsilon", epsilon)
+    epsilon = check_positive("epsilon", epsilon)
     return float(-2.0 * special.ndtri_exp(-np.logaddexp(0.0, epsilon)))
 
 
 def gdp_to_pure_equivalent(mu: float) -> float:
     """eps = log[(1 - Phi(-mu/2)) / Phi(-mu/2)], the inverse of ``pure_to_gdp``."""
-    mu = _check_positive("mu", mu)
+    mu = check_positive("mu", mu)
     return float(special.log_ndtr(mu / 2.0) - special.log_ndtr(-mu / 2.0))
 
 
@@ -101,7 +103,7 @@ def rdp_to_approx(orders: np.ndarray, rdp: np.ndarray, delta: float) -> tuple[fl
     rdp = np.asarray(rdp, dtype=float)
     if np.any(orders <= 1):
         raise ValueError("RDP orders must be > 1")
-    log_delta = np.log(_check_delta(delta))
+    log_delta = np.log(check_delta(delta))
     eps = rdp + np.log1p(-1.0 / orders) - (log_delta + np.log(orders)) / (orders - 1.0)
     i = int(np.nanargmin(eps))
     return max(float(eps[i]), 0.0), float(orders[i])

@@ -7,15 +7,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .conversions import (_check_delta, gdp_epsilon, pure_to_gdp, pure_to_rdp, rdp_to_approx)
+from .conversions import (check_delta, check_positive, gdp_epsilon, pure_to_gdp, pure_to_rdp,
+                          rdp_to_approx)
 from .rdp import ORDERS
-
-
-def _positive(name: str, value: float) -> float:
-    value = float(value)
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be positive and finite, got {value}")
-    return value
 
 
 class Guarantee:
@@ -35,7 +29,7 @@ class PureDP(Guarantee):
     epsilon: float
 
     def __post_init__(self):
-        object.__setattr__(self, "epsilon", _positive("epsilon", self.epsilon))
+        object.__setattr__(self, "epsilon", check_positive("epsilon", self.epsilon))
 
     def to_approx(self, delta: float = 0.0) -> "ApproxDP":
         return ApproxDP(self.epsilon, 0.0)
@@ -85,7 +79,7 @@ class GDP(Guarantee):
     mu: float
 
     def __post_init__(self):
-        object.__setattr__(self, "mu", _positive("mu", self.mu))
+        object.__setattr__(self, "mu", check_positive("mu", self.mu))
 
     def to_approx(self, delta: float) -> ApproxDP:
         return ApproxDP(gdp_epsilon(self.mu, delta), delta)
@@ -105,7 +99,7 @@ class ZCDP(Guarantee):
     rho: float
 
     def __post_init__(self):
-        object.__setattr__(self, "rho", _positive("rho", self.rho))
+        object.__setattr__(self, "rho", check_positive("rho", self.rho))
 
     def to_rdp(self, orders: np.ndarray = ORDERS) -> "RDP":
         return RDP(orders, self.rho * np.asarray(orders))
@@ -189,7 +183,7 @@ def compose(guarantees: list[Guarantee], delta: float) -> ApproxDP:
         return ApproxDP(eps0, delta - delta_left)
     if all(isinstance(g, PureDP) for g in rest):
         return ApproxDP(eps0 + compose_pure(rest).epsilon, max(delta - delta_left, 0.0))
-    _check_delta(delta_left)
+    check_delta(delta_left)
     candidates = [compose_rdp([g.to_rdp() for g in rest]).to_approx(delta_left).epsilon]
     if all(isinstance(g, (PureDP, GDP)) for g in rest):
         gdps = [g.to_gdp() if isinstance(g, PureDP) else g for g in rest]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize, special
 
-from .conversions import _check_delta, _check_positive, rdp_to_approx
+from .conversions import check_delta, check_positive, rdp_to_approx
 
 #: Orders at which curves are tracked: a dense fractional grid near 1, integers, a few large ones.
 ORDERS = np.unique(np.concatenate([
@@ -20,7 +20,7 @@ def _log_binom(n: np.ndarray, k: np.ndarray) -> np.ndarray:
 
 def gaussian_rdp(noise_multiplier: float, orders: np.ndarray = ORDERS) -> np.ndarray:
     """alpha / (2 z^2): the Gaussian mechanism with sigma = z * sensitivity (Mironov 2017, Prop. 7)."""
-    z = _check_positive("noise_multiplier", noise_multiplier)
+    z = check_positive("noise_multiplier", noise_multiplier)
     return np.asarray(orders, dtype=float) / (2.0 * z * z)
 
 
@@ -65,7 +65,7 @@ def subsampled_gaussian_rdp(noise_multiplier: float, sample_rate: float,
     E[(p/q)^alpha], convex by Hölder's inequality) and log A_1 = 0: a valid upper bound, exact at
     integers. For sample_rate = 1 the curve is the Gaussian alpha / (2 z^2) at every order.
     """
-    z = _check_positive("noise_multiplier", noise_multiplier)
+    z = check_positive("noise_multiplier", noise_multiplier)
     q = float(sample_rate)
     if not 0 < q <= 1:
         raise ValueError(f"sample_rate must lie in (0, 1], got {sample_rate}")
@@ -143,8 +143,8 @@ def noise_multiplier_for(epsilon: float, delta: float, sample_rate: float = 1.0,
     epsilon(z) is decreasing in z: bracket geometrically, then Brent's method; the returned z is
     the upper end of the final bracket, so the guarantee holds at the returned value.
     """
-    epsilon = _check_positive("epsilon", epsilon)
-    _check_delta(delta)
+    epsilon = check_positive("epsilon", epsilon)
+    check_delta(delta)
 
     def excess(log_z: float) -> float:
         acc = RDPAccountant(orders).compose_gaussian(np.exp(log_z), steps, sample_rate, sampling)

@@ -46,15 +46,6 @@ def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.triu_indices(n, 1)
 
 
-def log_eigen_density(r: np.ndarray, scale: float) -> np.ndarray:
-    """log of exp(-|r|/s) prod_{i<j} sinh(|r_i - r_j|/2), up to a constant."""
-    i, j = _pairs(r.shape[-1])
-    gaps = 0.5 * np.abs(r[..., i] - r[..., j])
-    with np.errstate(divide="ignore"):
-        log_sinh = gaps + np.log(-np.expm1(-2.0 * gaps)) - np.log(2.0)
-    return -np.linalg.norm(r, axis=-1) / scale + np.sum(log_sinh, axis=-1)
-
-
 class SPDEigenLaw:
     """The law of r; ``sample`` returns exact draws and the acceptance rate."""
 

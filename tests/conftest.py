@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
+from hypothesis import settings
+
+# CI runs the property tests on a fixed sequence of examples; local runs keep exploring new ones
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 from geodp.manifolds import SPD, Euclidean, Hyperbolic, KendallShape, Sphere
 

@@ -135,6 +135,12 @@ class RDPAccountant:
         """The order at which ``epsilon(delta)`` is attained."""
         return rdp_to_approx(self.orders, self.rdp, delta)[1]
 
+    @staticmethod
+    def noise_multiplier_for(epsilon: float, delta: float, sample_rate: float = 1.0,
+                             steps: int = 1, sampling: str = "poisson") -> float:
+        """See the module function ``noise_multiplier_for``."""
+        return noise_multiplier_for(epsilon, delta, sample_rate, steps, sampling)
+
 
 def noise_multiplier_for(epsilon: float, delta: float, sample_rate: float = 1.0, steps: int = 1,
                          sampling: str = "poisson", orders: np.ndarray = ORDERS) -> float:

@@ -50,9 +50,11 @@ class Sphere(Manifold):
         return np.cos(t) * p + sinc(t) * v
 
     def _angle(self, p: Array, q: Array) -> Array:
-        """Angle between p and q, 2 atan2(|p - q|, |p + q|), accurate at every angle."""
-        p = np.asarray(p, dtype=float)
-        return 2.0 * np.arctan2(np.sqrt(_dot(p - q, p - q)), np.sqrt(_dot(p + q, p + q)))
+        """Angle 2 atan2(|p - q|, |p + q|), accurate at every angle; |p + q|^2 = 4R^2 - |p - q|^2
+        on the sphere, so one difference suffices."""
+        d = np.asarray(p, dtype=float) - q
+        chord2 = _dot(d, d)
+        return 2.0 * np.arctan2(np.sqrt(chord2), np.sqrt(np.maximum(4.0 * self.radius**2 - chord2, 0.0)))
 
     def dist(self, p: Array, q: Array) -> Array:
         return self.radius * self._angle(p, q)

@@ -109,18 +109,20 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--scale", type=float, default=1.0, help="multiply every problem size")
     ap.add_argument("--no-geomstats", action="store_true", help="skip the geomstats comparison")
+    ap.add_argument("--only", nargs="*", choices=sorted(CASES), help="run only these cases")
     args = ap.parse_args(argv)
+    cases = {k: v for k, v in CASES.items() if not args.only or k in args.only}
     rng = np.random.default_rng(0)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         inputs = {}
-        for case, (m, n) in CASES.items():
+        for case, (m, n) in cases.items():
             inputs[case] = make_inputs(m, int(n * args.scale), rng)
             np.savez(Path(tmp) / f"{case}.npz", **inputs[case])
         py = None if args.no_geomstats else geomstats_python()
         if py is not None:
             subprocess.run([str(py), str(HERE / "_geomstats_worker.py"), tmp], check=True)
-        for case, (m, n) in CASES.items():
+        for case, (m, n) in cases.items():
             mine = ours(m, inputs[case])
             peer_path = Path(tmp) / f"{case}.geomstats.npz"
             peer = dict(np.load(peer_path)) if peer_path.exists() else None

@@ -88,3 +88,15 @@ def test_threaded_lapack_path_matches_single_call():
     assert np.allclose(w, np.linalg.eigvalsh(a), atol=1e-10)
     assert np.allclose(mx.eigvalsh(a), w, atol=1e-12)
     assert np.allclose(mx.from_eig(w, v), a, atol=1e-10)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_cholesky_and_inverse_match_lapack(n):
+    rng = np.random.default_rng(n)
+    g = rng.standard_normal((500, n, n))
+    a = g @ np.swapaxes(g, 1, 2) + 1e-3 * np.eye(n)
+    l, inv = mx.cholesky(a)
+    assert np.allclose(l, np.linalg.cholesky(a), rtol=1e-10, atol=1e-12)
+    assert np.allclose(inv @ l, np.eye(n), atol=1e-9)
+    with pytest.raises(np.linalg.LinAlgError):
+        mx.cholesky(-np.eye(n))

@@ -228,6 +228,48 @@ def funcm(a: Array, f: Callable[[Array], Array]) -> Array:
     return from_eig(f(w), v)
 
 
+def cholesky(a: Array) -> tuple[Array, Array]:
+    """Lower Cholesky factor L of a (symmetric positive-definite) and its inverse L^-1.
+
+    Closed forms on flat arrays for n = 2, 3 (batched LAPACK ``inv`` is slow on tiny matrices);
+    LAPACK otherwise. Raises ``np.linalg.LinAlgError`` if a is not positive definite.
+    """
+    a = np.asarray(a, dtype=float)
+    n = a.shape[-1]
+    if n > 3 or n == 1:
+        l = _lapack(np.linalg.cholesky, sym(a))
+        return l, _lapack(np.linalg.inv, l)
+    a00, a11 = a[..., 0, 0], a[..., 1, 1]
+    a10 = 0.5 * (a[..., 1, 0] + a[..., 0, 1])
+    with np.errstate(invalid="ignore"):
+        l00 = np.sqrt(a00)
+        l10 = a10 / l00
+        l11 = np.sqrt(a11 - l10 * l10)
+        diag = [l00, l11]
+        if n == 3:
+            a20 = 0.5 * (a[..., 2, 0] + a[..., 0, 2])
+            a21 = 0.5 * (a[..., 2, 1] + a[..., 1, 2])
+            l20 = a20 / l00
+            l21 = (a21 - l20 * l10) / l11
+            l22 = np.sqrt(a[..., 2, 2] - l20 * l20 - l21 * l21)
+            diag.append(l22)
+    if not all(np.all(d > 0) for d in diag):
+        raise np.linalg.LinAlgError("Matrix is not positive definite")
+    l = np.zeros(a.shape)
+    inv = np.zeros(a.shape)
+    m00, m11 = 1.0 / l00, 1.0 / l11
+    l[..., 0, 0], l[..., 1, 0], l[..., 1, 1] = l00, l10, l11
+    inv[..., 0, 0], inv[..., 1, 1] = m00, m11
+    inv[..., 1, 0] = -l10 * m00 * m11
+    if n == 3:
+        m22 = 1.0 / l22
+        l[..., 2, 0], l[..., 2, 1], l[..., 2, 2] = l20, l21, l22
+        inv[..., 2, 2] = m22
+        inv[..., 2, 1] = -l21 * m11 * m22
+        inv[..., 2, 0] = (l10 * l21 - l11 * l20) * m00 * m11 * m22
+    return l, inv
+
+
 def matmul(a: Array, b: Array) -> Array:
     """a @ b; a single matrix against a batch runs as one BLAS product on the stacked rows."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)

@@ -30,11 +30,17 @@ class Euclidean(Manifold):
     def log(self, p: Array, q: Array) -> Array:
         return np.asarray(q, dtype=float) - p
 
+    def mean_log(self, p: Array, x: Array, weights: Array) -> Array:
+        """sum_i w_i (x_i - p) = sum_i w_i x_i - (sum_i w_i) p, in one pass over the data."""
+        w = np.asarray(weights, dtype=float)
+        return np.einsum("...n,...ni->...i", w, x) - w.sum(axis=-1)[..., None] * p
+
     def inner(self, p: Array, u: Array, v: Array) -> Array:
         return np.einsum("...i,...i->...", u, v)
 
     def dist(self, p: Array, q: Array) -> Array:
-        return np.linalg.norm(np.asarray(q, dtype=float) - p, axis=-1)
+        d = np.asarray(q, dtype=float) - p
+        return np.sqrt(np.einsum("...i,...i->...", d, d))
 
     def transport(self, p: Array, q: Array, v: Array) -> Array:
         return np.broadcast_to(v, np.broadcast_shapes(np.shape(p), np.shape(q), np.shape(v))).copy()

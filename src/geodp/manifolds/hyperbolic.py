@@ -69,6 +69,14 @@ class Hyperbolic(Manifold):
         theta = self._angle(p, q)[..., None]
         return inv_sinhc(theta) * (q - np.cosh(theta) * p)
 
+    def mean_log(self, p: Array, x: Array, weights: Array) -> Array:
+        """sum_i w_i Log_p(x_i) = sum_i a_i x_i - (sum_i a_i cosh(theta_i)) p,
+        a_i = w_i theta_i / sinh(theta_i): one pass over the data."""
+        p = np.asarray(p, dtype=float)
+        theta = self._angle(p[..., None, :], x)
+        a = np.asarray(weights, dtype=float) * inv_sinhc(theta)
+        return np.einsum("...n,...ni->...i", a, x) - np.sum(a * np.cosh(theta), axis=-1)[..., None] * p
+
     def transport(self, p: Array, q: Array, v: Array) -> Array:
         """Gamma(v) = v + <q, v>_L / (R^2 - <p, q>_L) (p + q)."""
         p = np.asarray(p, dtype=float)

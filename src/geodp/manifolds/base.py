@@ -8,6 +8,7 @@ Tangent vectors are stored in the same ambient representation as points.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 
 import numpy as np
 
@@ -19,6 +20,15 @@ def size_tuple(size: int | tuple[int, ...] | None) -> tuple[int, ...]:
     if size is None:
         return ()
     return (int(size),) if np.isscalar(size) else tuple(int(s) for s in size)
+
+
+def space_form_mean_log(p: Array, x: Array, weights: Array, theta: Array,
+                        ratio: Callable[[Array], Array], cosine: Callable[[Array], Array]) -> Array:
+    """sum_i w_i Log_p(x_i) on a sphere or hyperboloid, where Log_p(x) = ratio(theta) (x - cos(theta) p)
+    with ratio = theta/sin(theta) and cos (or theta/sinh(theta) and cosh): one pass over the data,
+    sum_i a_i x_i - (sum_i a_i cos(theta_i)) p with a_i = w_i ratio(theta_i)."""
+    a = np.asarray(weights, dtype=float) * ratio(theta)
+    return np.einsum("...n,...ni->...i", a, x) - np.sum(a * cosine(theta), axis=-1)[..., None] * p
 
 
 class Manifold(ABC):

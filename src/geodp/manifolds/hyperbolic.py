@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._special import inv_sinhc, log_sinhc, sinhc
-from .base import Array, Manifold
+from .base import Array, Manifold, space_form_mean_log
 
 
 def minkowski(a: Array, b: Array) -> Array:
@@ -70,12 +70,8 @@ class Hyperbolic(Manifold):
         return inv_sinhc(theta) * (q - np.cosh(theta) * p)
 
     def mean_log(self, p: Array, x: Array, weights: Array) -> Array:
-        """sum_i w_i Log_p(x_i) = sum_i a_i x_i - (sum_i a_i cosh(theta_i)) p,
-        a_i = w_i theta_i / sinh(theta_i): one pass over the data."""
         p = np.asarray(p, dtype=float)
-        theta = self._angle(p[..., None, :], x)
-        a = np.asarray(weights, dtype=float) * inv_sinhc(theta)
-        return np.einsum("...n,...ni->...i", a, x) - np.sum(a * np.cosh(theta), axis=-1)[..., None] * p
+        return space_form_mean_log(p, x, weights, self._angle(p[..., None, :], x), inv_sinhc, np.cosh)
 
     def transport(self, p: Array, q: Array, v: Array) -> Array:
         """Gamma(v) = v + <q, v>_L / (R^2 - <p, q>_L) (p + q)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._special import inv_sinc, sinc
-from .base import Array, Manifold
+from .base import Array, Manifold, space_form_mean_log
 
 
 def _dot(a: Array, b: Array) -> Array:
@@ -65,12 +65,8 @@ class Sphere(Manifold):
         return inv_sinc(theta) * (q - np.cos(theta) * p)
 
     def mean_log(self, p: Array, x: Array, weights: Array) -> Array:
-        """sum_i w_i Log_p(x_i) = sum_i a_i x_i - (sum_i a_i cos(theta_i)) p,
-        a_i = w_i theta_i / sin(theta_i): one pass over the data."""
         p = np.asarray(p, dtype=float)
-        theta = self._angle(p[..., None, :], x)
-        a = np.asarray(weights, dtype=float) * inv_sinc(theta)
-        return np.einsum("...n,...ni->...i", a, x) - np.sum(a * np.cos(theta), axis=-1)[..., None] * p
+        return space_form_mean_log(p, x, weights, self._angle(p[..., None, :], x), inv_sinc, np.cos)
 
     def transport(self, p: Array, q: Array, v: Array) -> Array:
         """Gamma(v) = v - <q, v> / (R^2 + <p, q>) (p + q)."""

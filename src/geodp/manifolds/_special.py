@@ -49,8 +49,3 @@ def log_sinhc(x: np.ndarray) -> np.ndarray:
     """log(sinh(x)/x) for x >= 0, without overflow for large x."""
     return _patched(np.abs(x), lambda t: t + np.log1p(-np.exp(-2.0 * t)) - np.log(2.0 * t),
                     lambda t: t * t / 6.0 - t**4 / 180.0)
-
-
-def log_sinc(x: np.ndarray) -> np.ndarray:
-    """log(sin(x)/x) for 0 <= x < pi."""
-    return np.log(sinc(x))

@@ -56,8 +56,9 @@ class Manifold(ABC):
 
     @property
     def is_hadamard(self) -> bool:
-        """True when the manifold is complete, simply connected and non-positively curved."""
-        return self.curvature_bounds[1] <= 0.0
+        """True when the manifold is complete, simply connected and non-positively curved
+        (Exp_p is then a global diffeomorphism and the injectivity radius is infinite)."""
+        return self.curvature_bounds[1] <= 0.0 and not np.isfinite(self.injectivity_radius)
 
     # ----------------------------------------------------------------- maps
     @abstractmethod

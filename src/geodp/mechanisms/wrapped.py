@@ -22,8 +22,8 @@ class NotHadamardError(ValueError):
 
 
 def check_hadamard(manifold: Manifold) -> None:
-    k_max = manifold.curvature_bounds[1]
-    if k_max > 0 or np.isfinite(manifold.injectivity_radius):
+    if not manifold.is_hadamard:
+        k_max = manifold.curvature_bounds[1]
         raise NotHadamardError(
             f"exponential-wrapped mechanisms need a Hadamard manifold (complete, simply connected, "
             f"curvature <= 0); {manifold!r} has curvature up to {k_max:g} and injectivity radius "

@@ -179,17 +179,26 @@ class LogEuclideanSPD(SPD):
         w, u = mx.eigh(p)
         return mx.frechet_derivative(u, mx.divided_differences_exp(np.log(w)), s)
 
+    @staticmethod
+    def _in_basis(u: Array, x: Array) -> Array:
+        return np.swapaxes(u, -1, -2) @ x @ u
+
     def exp(self, p: Array, v: Array) -> Array:
-        """Exp_P(V) = expm(logm P + D log_P[V])."""
+        """Exp_P(V) = expm(logm P + D log_P[V]) = expm(U (diag(log w) + G o (U^T V U)) U^T)."""
         w, u, g = self._dlog(p)
-        x = mx.from_eig(np.log(w), u) + mx.frechet_derivative(u, g, mx.sym(v))
-        return mx.funcm(x, np.exp)
+        inner = g * self._in_basis(u, mx.sym(v))
+        idx = np.arange(self.n)
+        inner[..., idx, idx] += np.log(w)
+        return mx.funcm(u @ inner @ np.swapaxes(u, -1, -2), np.exp)
 
     def log(self, p: Array, q: Array) -> Array:
-        """Log_P(Q) = D exp_{logm P}[logm Q - logm P]."""
+        """Log_P(Q) = D exp_{logm P}[logm Q - logm P], computed in the eigenbasis U of P."""
         w, u = mx.eigh(p)
-        diff = mx.funcm(q, np.log) - mx.from_eig(np.log(w), u)
-        return mx.frechet_derivative(u, mx.divided_differences_exp(np.log(w)), diff)
+        diff = self._in_basis(u, mx.funcm(q, np.log))
+        idx = np.arange(self.n)
+        diff[..., idx, idx] -= np.log(w)
+        gamma = mx.divided_differences_exp(np.log(w))
+        return u @ (gamma * diff) @ np.swapaxes(u, -1, -2)
 
     def dist(self, p: Array, q: Array) -> Array:
         return np.linalg.norm(mx.funcm(q, np.log) - mx.funcm(p, np.log), axis=(-2, -1))

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..manifolds import SPD, Manifold, Sphere
-from ..mechanisms import EuclideanLaplace, RiemannianLaplace
+from ..mechanisms import EuclideanLaplace, RiemannianLaplace, ambient_radius
 from ..statistics import curvature_factor, frechet_mean, frechet_mean_sensitivity
 from ._output import pyplot, write_csv
 
@@ -31,12 +31,15 @@ class Setting:
     manifold: Manifold
     center: np.ndarray
     radius: float
-    ambient_radius: float
+
+    @property
+    def ambient_radius(self) -> float:
+        """r_E of suppl. A.2.2 / A.3.2: e^r - 1 on SPD around I, 2 sin(r/2) on the unit sphere."""
+        return ambient_radius(self.manifold, self.center, self.radius)
 
 
-SPD_SETTING = Setting("SPD(2)", SPD(2), np.eye(2), 1.5, float(np.expm1(1.5)))
-SPHERE_SETTING = Setting("S^2", Sphere(2), np.array([0.0, 0.0, 1.0]), np.pi / 8,
-                         float(2 * np.sin(np.pi / 16)))
+SPD_SETTING = Setting("SPD(2)", SPD(2), np.eye(2), 1.5)
+SPHERE_SETTING = Setting("S^2", Sphere(2), np.array([0.0, 0.0, 1.0]), np.pi / 8)
 
 
 def sample_data(setting: Setting, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:

@@ -104,3 +104,19 @@ def rejection_sample(h: Callable[[Array], Array], envelope: TangentEnvelope, siz
     if filled < size:
         raise RuntimeError("rejection sampler did not finish; acceptance rate too low")
     return out, accepted / max(proposed, 1)
+
+
+def accumulate(propose: Callable[[int], Array], n: int, rate: float, min_rate: float,
+               max_batch: int) -> tuple[Array, float]:
+    """Call ``propose(batch)`` (which returns the accepted draws of ``batch`` proposals) until
+    ``n`` draws are accepted, sizing batches by the acceptance rate observed so far (``rate`` is
+    the first guess, never below ``min_rate``). Returns the n draws and the acceptance rate."""
+    out, got, proposed = [], 0, 0
+    while got < n:
+        guess = max(got / proposed if proposed else rate, min_rate)
+        batch = int(min(max((n - got) / guess * 1.2, 256), max_batch))
+        accepted = propose(batch)
+        out.append(accepted)
+        got += len(accepted)
+        proposed += batch
+    return np.concatenate(out)[:n], got / proposed

@@ -11,6 +11,7 @@ from ..manifolds import _matrix as mx
 from ..manifolds.base import Array, as_generator, size_tuple
 from ..manifolds.spd import AffineInvariantSPD
 from ..privacy.conversions import check_positive
+from .envelope import accumulate
 from .mcmc import MCMCDiagnostics, metropolis_hastings
 from .radial import NotNormalisableError, radial_law
 from .spd_laplace import LowAcceptanceError, SPDEigenLaw, haar_orthogonal
@@ -100,8 +101,8 @@ class RiemannianLaplace:
             return mx.from_eig(np.exp(r), lu), acc, f"exact SPD polar decomposition ({method})"
         radius, acc = self._law.sample(n, rng)
         direction = m.random_direction(footpoint, n if single else None, rng)
-        return m.exp(footpoint, radius[:, None].reshape((n,) + (1,) * len(m.point_shape))
-                     * direction), acc, "exact geodesic polar coordinates"
+        radius = radius.reshape((n,) + (1,) * len(m.point_shape))
+        return m.exp(footpoint, radius * direction), acc, "exact geodesic polar coordinates"
 
     def _restricted_proposals(self, footpoint: Array, n: int, rng, which: str):
         """Accepted draws from proposal A (unrestricted law) or B (uniform on the ball)."""
@@ -126,17 +127,10 @@ class RiemannianLaplace:
         which = max(rates, key=rates.get)
         if rates[which] < self.min_acceptance:
             raise LowAcceptanceError(f"restricted proposals accept {rates[which]:.2e}")
-        out, got, proposed = [], 0, 0
-        while got < n:
-            rate = max(got / proposed if proposed else rates[which], self.min_acceptance)
-            batch = int(min(max((n - got) / rate * 1.2, 256), 2_000_000))
-            x = self._restricted_proposals(footpoint, batch, rng, which)
-            out.append(x)
-            got += len(x)
-            proposed += batch
+        x, rate = accumulate(lambda batch: self._restricted_proposals(footpoint, batch, rng, which),
+                             n, rates[which], self.min_acceptance, 2_000_000)
         label = "unrestricted law" if which == "A" else "uniform law on the ball"
-        return (np.concatenate(out)[:n], got / proposed,
-                f"exact rejection from the {label}")
+        return x, rate, f"exact rejection from the {label}"
 
     def _mcmc(self, footpoint: Array, n: int, rng) -> tuple[Array, MCMCDiagnostics]:
         """One chain per draw, started at the footpoint (or the ball's center if outside it)."""

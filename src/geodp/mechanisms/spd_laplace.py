@@ -18,7 +18,7 @@ import numpy as np
 from scipy import optimize
 
 from ..manifolds._special import log_sinhc
-from .envelope import rejection_sample, tangent_envelope
+from .envelope import accumulate, rejection_sample, tangent_envelope
 from .radial import NotNormalisableError
 
 
@@ -65,7 +65,7 @@ class SPDEigenLaw:
             self._s2_radial = self._make_s2_radial()
 
     # ---------------------------------------------------------------- S1
-    def _propose_s1(self, size: int, rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    def _propose_s1(self, size: int, rng: np.random.Generator) -> np.ndarray:
         i, j = _pairs(self.n)
         u = rng.standard_normal((size, self.n))
         u /= np.linalg.norm(u, axis=1, keepdims=True)
@@ -75,7 +75,7 @@ class SPDEigenLaw:
         u, a, lam = u[keep], a[keep], lam[keep]
         t = rng.gamma(self.n, 1.0 / lam)
         keep = rng.random(len(t)) <= np.prod(-np.expm1(-2.0 * t[:, None] * a), axis=1)
-        return t[keep, None] * u[keep], size
+        return t[keep, None] * u[keep]
 
     # ---------------------------------------------------------------- S2
     def _make_s2_radial(self):
@@ -97,7 +97,7 @@ class SPDEigenLaw:
         xs = np.append(xs[xs > 0], 1e-3 * mode)
         return h, tangent_envelope(h, dh, xs, 0.0, np.inf)
 
-    def _propose_s2(self, size: int, rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    def _propose_s2(self, size: int, rng: np.random.Generator) -> np.ndarray:
         i, j = _pairs(self.n)
         g = rng.standard_normal((size, self.n, self.n))
         u = np.linalg.eigvalsh(g + np.swapaxes(g, 1, 2))
@@ -108,7 +108,7 @@ class SPDEigenLaw:
         c = 1.0 / np.sqrt(2.0)
         log_ratio = np.sum(log_sinhc(t[:, None] * a), axis=1) - self.m * log_sinhc(c * t)
         keep = np.log(rng.random(size)) <= log_ratio
-        return t[keep, None] * u[keep], size
+        return t[keep, None] * u[keep]
 
     # ---------------------------------------------------------------- driver
     def _proposers(self):
@@ -121,8 +121,7 @@ class SPDEigenLaw:
         """Pick the exact sampler with the higher acceptance on a pilot run."""
         rates = {}
         for name, propose in self._proposers().items():
-            r, proposed = propose(pilot, rng)
-            rates[name] = len(r) / proposed
+            rates[name] = len(propose(pilot, rng)) / pilot
         name = max(rates, key=rates.get)
         if rates[name] < self.min_acceptance:
             raise LowAcceptanceError(
@@ -138,13 +137,6 @@ class SPDEigenLaw:
         if self._method is None:
             self.choose(rng)
         propose = self._proposers()[self._method]
-        out, proposed = [], 0
-        got = 0
-        while got < size:
-            rate_guess = max(got / proposed, self.min_acceptance) if proposed else 0.5
-            batch = int(min(max((size - got) / rate_guess * 1.1, 256), 5_000_000))
-            r, k = propose(batch, rng)
-            out.append(r)
-            got += len(r)
-            proposed += k
-        return np.concatenate(out)[:size], got / proposed, self._method
+        r, rate = accumulate(lambda batch: propose(batch, rng), size, 0.5,
+                             self.min_acceptance, 5_000_000)
+        return r, rate, self._method

@@ -190,9 +190,10 @@ def private_frechet_mean(points: Array, manifold: Manifold, epsilon: float | Non
         else:
             scale = rdp_sigma(float(main.orders[0]), float(main.epsilons[0]), tangent)
         name = "exponential-wrapped Gaussian"
-    cost = ledger_cost(target, ledger_delta) if ledger is not None else None
-    reservation = (ledger.reserve(*cost, label=f"Fréchet mean ({mechanism}, {target.describe()})")
-                   if ledger is not None else None)
+    reservation = None
+    if ledger is not None:
+        reservation = ledger.reserve(*ledger_cost(target, ledger_delta),
+                                     label=f"Fréchet mean ({mechanism}, {target.describe()})")
     diagnostics = {"n": n, "clipped": clipped, "frechet_iterations": fit.iterations}
     exact = True
     if fp_mech is not None:

@@ -28,7 +28,7 @@ CASES = {
     "sphere-2": (Sphere(2), 10**6),
     "hyperbolic-2": (Hyperbolic(2), 10**6),
     "kendall-10": (KendallShape(10), 10**6),
-    "spd-2": (SPD(2), 10**5),
+    "spd-2": (SPD(2), 10**6),
     "spd-3": (SPD(3), 10**5),
     "spdle-3": (SPD(3, metric="log-euclidean"), 10**5),
 }

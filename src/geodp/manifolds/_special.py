@@ -45,6 +45,28 @@ def inv_sinhc(x: np.ndarray) -> np.ndarray:
     return _patched(x, lambda t: t / np.sinh(t), lambda t: 1.0 - t * t / 6.0 + 7.0 * t**4 / 360.0)
 
 
+def acos_ratio(c: np.ndarray) -> np.ndarray:
+    """theta/sin(theta) as a function of c = cos(theta) in (-1, 1]: arccos(c)/sqrt(1 - c^2).
+
+    Analytic at c = 1, where the series in s = 1 - c is 1 + s/3 + 2s^2/15 + 2s^3/35; a function of
+    c rather than theta because near c = 1 the angle is ill-conditioned but the ratio is not.
+    """
+    return _patched(1.0 - np.asarray(c, dtype=float), lambda s: np.arccos(1.0 - s) / np.sqrt(s * (2.0 - s)),
+                    lambda s: 1.0 + s * (1.0 / 3.0 + s * (2.0 / 15.0 + s * 2.0 / 35.0)))
+
+
+def acosh_ratio(c: np.ndarray) -> np.ndarray:
+    """theta/sinh(theta) as a function of c = cosh(theta) >= 1, the continuation of ``acos_ratio``:
+    series 1 - s/3 + 2s^2/15 - 2s^3/35 in s = c - 1."""
+    return _patched(np.asarray(c, dtype=float) - 1.0, lambda s: acosh1p(s) / np.sqrt(s * (s + 2.0)),
+                    lambda s: 1.0 - s * (1.0 / 3.0 - s * (2.0 / 15.0 - s * 2.0 / 35.0)))
+
+
+def acosh1p(s: np.ndarray) -> np.ndarray:
+    """arccosh(1 + s) for s >= 0, accurate for small s: log1p(s + sqrt(s (s + 2)))."""
+    return np.log1p(s + np.sqrt(s * (s + 2.0)))
+
+
 def log_sinhc(x: np.ndarray) -> np.ndarray:
     """log(sinh(x)/x) for x >= 0, without overflow for large x."""
     return _patched(np.abs(x), lambda t: t + np.log1p(-np.exp(-2.0 * t)) - np.log(2.0 * t),

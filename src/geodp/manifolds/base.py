@@ -22,13 +22,36 @@ def size_tuple(size: int | tuple[int, ...] | None) -> tuple[int, ...]:
     return (int(size),) if np.isscalar(size) else tuple(int(s) for s in size)
 
 
-def space_form_mean_log(p: Array, x: Array, weights: Array, theta: Array,
-                        ratio: Callable[[Array], Array], cosine: Callable[[Array], Array]) -> Array:
-    """sum_i w_i Log_p(x_i) on a sphere or hyperboloid, where Log_p(x) = ratio(theta) (x - cos(theta) p)
-    with ratio = theta/sin(theta) and cos (or theta/sinh(theta) and cosh): one pass over the data,
-    sum_i a_i x_i - (sum_i a_i cos(theta_i)) p with a_i = w_i ratio(theta_i)."""
-    a = np.asarray(weights, dtype=float) * ratio(theta)
-    return np.einsum("...n,...ni->...i", a, x) - np.sum(a * cosine(theta), axis=-1)[..., None] * p
+def rowdot(a: Array, b: Array) -> Array:
+    """sum_i a_i b_i over the last axis; written out for vectors of length <= 4, where that beats
+    einsum's inner loop."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape[-1] > 4:
+        return np.einsum("...i,...i->...", a, b)
+    out = a[..., 0] * b[..., 0]
+    for i in range(1, a.shape[-1]):
+        out = out + a[..., i] * b[..., i]
+    return out
+
+
+def weighted_sum(x: Array, weights: Array, point_ndim: int) -> Array:
+    """sum_i w_i x_i over the sample axis of x (..., n, *point_shape), as one matrix product."""
+    x = np.asarray(x, dtype=float)
+    shape = x.shape[x.ndim - point_ndim:]
+    flat = x.reshape(x.shape[:x.ndim - point_ndim] + (-1,))
+    total = np.matmul(np.asarray(weights, dtype=float)[..., None, :], flat)[..., 0, :]
+    return total.reshape(total.shape[:-1] + shape)
+
+
+def space_form_mean_log(p: Array, x: Array, weights: Array, dual_p: Array,
+                        ratio: Callable[[Array], Array]) -> Array:
+    """sum_i w_i Log_p(x_i) on a sphere or hyperboloid, where Log_p(x) = ratio(c) (x - c p) with
+    c = cos(theta) = <x, dual_p> (or cosh(theta)) and ratio(c) = theta/sin(theta) (or
+    theta/sinh(theta)). Two matrix-vector products over the data:
+    sum_i a_i x_i - (sum_i a_i c_i) p with a_i = w_i ratio(c_i)."""
+    c = np.matmul(x, dual_p[..., :, None])[..., 0]
+    a = np.asarray(weights, dtype=float) * ratio(c)
+    return np.matmul(a[..., None, :], x)[..., 0, :] - np.sum(a * c, axis=-1)[..., None] * p
 
 
 class Manifold(ABC):
@@ -82,6 +105,11 @@ class Manifold(ABC):
         p = np.expand_dims(np.asarray(p, dtype=float), -nd - 1)
         w = np.asarray(weights, dtype=float).reshape(np.shape(weights) + (1,) * nd)
         return np.sum(w * self.log(p, x), axis=-nd - 1)
+
+    def karcher_start(self, x: Array, weights: Array) -> Array:
+        """Starting point of the Karcher iteration for the data x (..., n, *point_shape): the first
+        data point here; manifolds with a cheap extrinsic mean override it (fewer iterations)."""
+        return np.take(np.asarray(x, dtype=float), 0, axis=-len(self.point_shape) - 1)
 
     def norm(self, p: Array, v: Array) -> Array:
         """Riemannian norm |v|_p."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Array, Manifold
+from .base import Array, Manifold, weighted_sum
 
 
 class Euclidean(Manifold):
@@ -33,7 +33,11 @@ class Euclidean(Manifold):
     def mean_log(self, p: Array, x: Array, weights: Array) -> Array:
         """sum_i w_i (x_i - p) = sum_i w_i x_i - (sum_i w_i) p, in one pass over the data."""
         w = np.asarray(weights, dtype=float)
-        return np.einsum("...n,...ni->...i", w, x) - w.sum(axis=-1)[..., None] * p
+        return weighted_sum(x, w, 1) - w.sum(axis=-1)[..., None] * p
+
+    def karcher_start(self, x: Array, weights: Array) -> Array:
+        """sum_i w_i x_i: the mean itself, so the iteration only confirms it."""
+        return weighted_sum(x, weights, 1)
 
     def inner(self, p: Array, u: Array, v: Array) -> Array:
         return np.einsum("...i,...i->...", u, v)

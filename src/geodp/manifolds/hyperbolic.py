@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._special import inv_sinhc, log_sinhc, sinhc
-from .base import Array, Manifold, space_form_mean_log
+from ._special import acosh1p, acosh_ratio, log_sinhc
+from .base import Array, Manifold, rowdot, space_form_mean_log, weighted_sum
 
 
 def minkowski(a: Array, b: Array) -> Array:
     """Lorentzian inner product -a_0 b_0 + sum_i a_i b_i."""
-    a = np.asarray(a, dtype=float)
-    return np.einsum("...i,...i->...", a[..., 1:], b[..., 1:]) - a[..., 0] * np.asarray(b)[..., 0]
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return rowdot(a[..., 1:], b[..., 1:]) - a[..., 0] * b[..., 0]
 
 
 class Hyperbolic(Manifold):
@@ -48,30 +48,43 @@ class Hyperbolic(Manifold):
         return minkowski(u, v)
 
     def exp(self, p: Array, v: Array) -> Array:
-        """Exp_p(v) = cosh(|v|/R) p + sinhc(|v|/R) v."""
-        t = np.sqrt(np.maximum(minkowski(v, v), 0.0))[..., None] / self.radius
-        return np.cosh(t) * p + sinhc(t) * v
+        """Exp_p(v) = cosh(t) p + sinhc(t) v, t = |v|/R, both from e = expm1(t):
+        cosh t = 1 + e^2 / (2(1 + e)), sinh t = e (e + 2) / (2(1 + e))."""
+        t = np.sqrt(np.maximum(minkowski(v, v), 0.0)) / self.radius
+        e = np.expm1(t)
+        half = 0.5 / (1.0 + e)
+        sinhc_t = np.divide(e * ((e + 2.0) * half), t, out=np.ones_like(t), where=t > 0)
+        return (1.0 + e * (e * half))[..., None] * p + sinhc_t[..., None] * v
 
-    def _angle(self, p: Array, q: Array) -> Array:
-        """rho/R: acosh(-<p, q>_L / R^2) when that exceeds 1.5, else 2 asinh(|q - p|_L / (2R))
-        (the acosh loses digits for close points, the chord cancels for distant ones)."""
+    def _cosh_minus_one(self, p: Array, q: Array) -> tuple[Array, Array]:
+        """d = q - p and s = cosh(rho/R) - 1: |q - p|_L^2 / (2R^2) for close points, where
+        -<p, q>_L / R^2 - 1 cancels, and that one beyond cosh = 1.5, where the chord cancels."""
         d = np.asarray(q, dtype=float) - p
-        chord = np.sqrt(np.maximum(minkowski(d, d), 0.0))
-        near = 2.0 * np.arcsinh(chord / (2.0 * self.radius))
-        cosh = -minkowski(p, q) / self.radius**2
-        return np.where(cosh > 1.5, np.arccosh(np.maximum(cosh, 1.0)), near)
+        near = np.maximum(minkowski(d, d), 0.0) / (2.0 * self.radius**2)
+        far = -minkowski(p, q) / self.radius**2 - 1.0
+        return d, np.where(far > 0.5, far, near)
 
     def dist(self, p: Array, q: Array) -> Array:
-        return self.radius * self._angle(p, q)
+        return self.radius * acosh1p(self._cosh_minus_one(p, q)[1])
 
     def log(self, p: Array, q: Array) -> Array:
-        """Log_p(q) = theta/sinh(theta) (q - cosh(theta) p)."""
-        theta = self._angle(p, q)[..., None]
-        return inv_sinhc(theta) * (q - np.cosh(theta) * p)
+        """Log_p(q) = theta/sinh(theta) (q - cosh(theta) p) = theta/sinh(theta) (q - p - s p),
+        s = cosh(theta) - 1 and sinh(theta) = sqrt(s (s + 2))."""
+        d, s = self._cosh_minus_one(p, q)
+        theta = acosh1p(s)
+        sinh = np.sqrt(s * (s + 2.0))
+        ratio = np.divide(theta, sinh, out=np.ones_like(theta), where=sinh > 0)
+        return ratio[..., None] * d - (ratio * s)[..., None] * p
 
     def mean_log(self, p: Array, x: Array, weights: Array) -> Array:
         p = np.asarray(p, dtype=float)
-        return space_form_mean_log(p, x, weights, self._angle(p[..., None, :], x), inv_sinhc, np.cosh)
+        dual = np.concatenate([-p[..., :1], p[..., 1:]], axis=-1) / -self.radius**2
+        return space_form_mean_log(p, x, weights, dual, lambda c: acosh_ratio(np.maximum(c, 1.0)))
+
+    def karcher_start(self, x: Array, weights: Array) -> Array:
+        """The Lorentzian centroid R y / sqrt(-<y, y>_L), y = sum_i w_i x_i (future time-like)."""
+        y = weighted_sum(x, weights, 1)
+        return self.radius * y / np.sqrt(-minkowski(y, y))[..., None]
 
     def transport(self, p: Array, q: Array, v: Array) -> Array:
         """Gamma(v) = v + <q, v>_L / (R^2 - <p, q>_L) (p + q)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._special import inv_sinc, sinc
-from .base import Array, Manifold
+from .base import Array, Manifold, weighted_sum
 
 
 def _to_complex(x: Array) -> Array:
@@ -69,6 +69,13 @@ class KendallShape(Manifold):
         c = _hdot(zp, zq)
         a = np.abs(c)
         return np.where(a > 0, c / np.where(a > 0, a, 1.0), 1.0)
+
+    def karcher_start(self, x: Array, weights: Array) -> Array:
+        """The pre-shape mean of the data aligned to the first one (a Procrustes step); it has a
+        positive product with that point, so it is never zero."""
+        x = np.asarray(x, dtype=float)
+        aligned = self.align(np.take(x, [0], axis=-3), x)
+        return self.project(weighted_sum(aligned, weights, 2))
 
     def inner(self, p: Array, u: Array, v: Array) -> Array:
         return np.einsum("...ij,...ij->...", u, v)

@@ -6,7 +6,7 @@ import numpy as np
 
 from . import _matrix as mx
 from ._special import log_sinhc
-from .base import Array, Manifold
+from .base import Array, Manifold, weighted_sum
 
 METRICS = ("affine", "log-euclidean")
 
@@ -97,6 +97,10 @@ class AffineInvariantSPD(SPD):
         """Log_P(Q) = L logm(L^-1 Q L^-T) L^T."""
         l, linv = self._factor(p)
         return mx.congruence(l, mx.funcm(self._whiten(linv, q), np.log))
+
+    def karcher_start(self, x: Array, weights: Array) -> Array:
+        """The arithmetic mean sum_i w_i X_i (positive definite)."""
+        return weighted_sum(x, weights, 2)
 
     def mean_log(self, p: Array, x: Array, weights: Array) -> Array:
         """L (sum_i w_i logm(L^-1 X_i L^-T)) L^T: the sum is taken before mapping back."""
@@ -199,6 +203,11 @@ class LogEuclideanSPD(SPD):
         diff[..., idx, idx] -= np.log(w)
         gamma = mx.divided_differences_exp(np.log(w))
         return u @ (gamma * diff) @ np.swapaxes(u, -1, -2)
+
+    def karcher_start(self, x: Array, weights: Array) -> Array:
+        """expm(sum_i w_i logm X_i): the log-Euclidean mean itself (the metric is flat in log
+        coordinates), so the iteration only confirms it."""
+        return mx.funcm(weighted_sum(mx.funcm(x, np.log), weights, 2), np.exp)
 
     def dist(self, p: Array, q: Array) -> Array:
         return np.linalg.norm(mx.funcm(q, np.log) - mx.funcm(p, np.log), axis=(-2, -1))

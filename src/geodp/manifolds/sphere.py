@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._special import inv_sinc, sinc
-from .base import Array, Manifold, space_form_mean_log
+from ._special import acos_ratio, sinc
+from .base import Array, Manifold, rowdot, space_form_mean_log, weighted_sum
+
+_dot = rowdot
 
 
-def _dot(a: Array, b: Array) -> Array:
-    return np.einsum("...i,...i->...", a, b)
+def _half_angle_sin2(p: Array, q: Array, radius: float) -> tuple[Array, Array]:
+    """d = q - p and s2 = sin^2(theta/2) = |q - p|^2 / (4R^2), theta the angle between p and q."""
+    d = np.asarray(q, dtype=float) - p
+    return d, np.minimum(_dot(d, d) / (4.0 * radius**2), 1.0)
+
+
+def _angle_from_sin2(s2: Array) -> Array:
+    """theta = 2 arctan(sin(theta/2) / cos(theta/2)): accurate at every angle, one arctan."""
+    with np.errstate(divide="ignore"):
+        return 2.0 * np.arctan(np.sqrt(s2 / (1.0 - s2)))
 
 
 class Sphere(Manifold):
@@ -45,28 +55,37 @@ class Sphere(Manifold):
         return _dot(u, v)
 
     def exp(self, p: Array, v: Array) -> Array:
-        """Exp_p(v) = cos(|v|/R) p + sinc(|v|/R) v."""
-        t = np.sqrt(_dot(v, v))[..., None] / self.radius
-        return np.cos(t) * p + sinc(t) * v
-
-    def _angle(self, p: Array, q: Array) -> Array:
-        """Angle 2 atan2(|p - q|, |p + q|), accurate at every angle; |p + q|^2 = 4R^2 - |p - q|^2
-        on the sphere, so one difference suffices."""
-        d = np.asarray(p, dtype=float) - q
-        chord2 = _dot(d, d)
-        return 2.0 * np.arctan2(np.sqrt(chord2), np.sqrt(np.maximum(4.0 * self.radius**2 - chord2, 0.0)))
+        """Exp_p(v) = cos(t) p + sinc(t) v, t = |v|/R, both from tau = tan(t/2):
+        cos t = (1 - tau^2)/(1 + tau^2), sin t = 2 tau/(1 + tau^2)."""
+        t = np.sqrt(_dot(v, v)) / self.radius
+        tau = np.tan(0.5 * t)
+        den = 1.0 / (1.0 + tau * tau)
+        sinc_t = np.divide(2.0 * tau * den, t, out=np.ones_like(t), where=t > 0)
+        return ((1.0 - tau * tau) * den)[..., None] * p + sinc_t[..., None] * v
 
     def dist(self, p: Array, q: Array) -> Array:
-        return self.radius * self._angle(p, q)
+        return self.radius * _angle_from_sin2(_half_angle_sin2(p, q, self.radius)[1])
 
     def log(self, p: Array, q: Array) -> Array:
-        """Log_p(q) = theta/sin(theta) (q - cos(theta) p), theta the angle between p and q."""
-        theta = self._angle(p, q)[..., None]
-        return inv_sinc(theta) * (q - np.cos(theta) * p)
+        """Log_p(q) = theta/sin(theta) (q - cos(theta) p), with s2 = sin^2(theta/2):
+        q - cos(theta) p = (q - p) + 2 s2 p and sin(theta) = 2 sqrt(s2 (1 - s2))."""
+        d, s2 = _half_angle_sin2(p, q, self.radius)
+        theta = _angle_from_sin2(s2)
+        sin_theta = 2.0 * np.sqrt(s2 * (1.0 - s2))
+        ratio = np.divide(theta, sin_theta, out=np.ones_like(theta), where=sin_theta > 0)
+        return ratio[..., None] * d + (2.0 * ratio * s2)[..., None] * p
 
     def mean_log(self, p: Array, x: Array, weights: Array) -> Array:
         p = np.asarray(p, dtype=float)
-        return space_form_mean_log(p, x, weights, self._angle(p[..., None, :], x), inv_sinc, np.cos)
+        return space_form_mean_log(p, x, weights, p / self.radius**2,
+                                   lambda c: acos_ratio(np.clip(c, -1.0, 1.0)))
+
+    def karcher_start(self, x: Array, weights: Array) -> Array:
+        """The extrinsic mean R y/|y|, y = sum_i w_i x_i (the first data point where |y| ~ 0)."""
+        y = weighted_sum(x, weights, 1)
+        size = np.sqrt(_dot(y, y))[..., None]
+        ok = size > 1e-6 * self.radius
+        return np.where(ok, self.radius * y / np.where(ok, size, 1.0), np.take(x, 0, axis=-2))
 
     def transport(self, p: Array, q: Array, v: Array) -> Array:
         """Gamma(v) = v - <q, v> / (R^2 + <p, q>) (p + q)."""

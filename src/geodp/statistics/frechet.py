@@ -74,7 +74,7 @@ def frechet_mean(manifold: Manifold, points: Array, weights: Array | None = None
         if np.any(w < 0) or not np.all(np.isfinite(w)):
             raise ValueError("weights must be finite and non-negative")
         w = w / w.sum(axis=-1, keepdims=True)
-    m = np.take(x, 0, axis=-nd - 1) if init is None else manifold.check_point(init)
+    m = manifold.karcher_start(x, w) if init is None else manifold.check_point(init)
     m = np.broadcast_to(m, batch + manifold.point_shape).copy()
     it = 0
     while True:

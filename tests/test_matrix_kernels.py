@@ -50,6 +50,38 @@ def test_funcm_matches_lapack(n):
                        atol=1e-12)
 
 
+@pytest.mark.parametrize("f", [np.exp, np.log, np.sqrt])
+@given(seed=SEEDS, repeated=st.booleans())
+@settings(max_examples=30, deadline=None)
+def test_closed_form_2x2_functions_match_eigendecomposition(f, seed, repeated):
+    """The divided-difference forms of exp/log/sqrt for 2x2 agree with V f(L) V^T, including at
+    (nearly) repeated eigenvalues where the divided difference becomes a derivative."""
+    rng = np.random.default_rng(seed)
+    q, _ = np.linalg.qr(rng.standard_normal((50, 2, 2)))
+    lam = np.exp(rng.uniform(-3, 3, size=(50, 2)))
+    if repeated:
+        lam[:, 1] = lam[:, 0] * (1 + rng.choice([0.0, 1e-14, 1e-9, 1e-5], size=50))
+    a = np.einsum("nij,nj,nkj->nik", q, lam, q)
+    w, v = np.linalg.eigh(a)
+    ref = np.einsum("nij,nj,nkj->nik", v, f(w), v)
+    scale = np.abs(f(w)).max(axis=-1)[:, None, None] + 1.0
+    assert np.all(np.abs(mx.funcm(a, f) - ref) <= 1e-12 * scale)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+@pytest.mark.parametrize("lower", [False, True])
+def test_congruence_entrywise_matches_matmul(n, lower):
+    rng = np.random.default_rng(n)
+    l = rng.standard_normal((40, n, n))
+    if lower:
+        l = np.tril(l)
+    x = rng.standard_normal((40, n, n))
+    ref = l @ mx.sym(x) @ np.swapaxes(l, -1, -2)
+    out = mx.congruence(l, x, lower=lower)
+    assert np.allclose(out, ref, atol=1e-12) and np.array_equal(out, np.swapaxes(out, -1, -2))
+    assert np.allclose(mx.congruence(l[0], x, lower=lower), l[0] @ mx.sym(x) @ l[0].T, atol=1e-12)
+
+
 @pytest.mark.parametrize("kind", ["log", "exp"])
 @pytest.mark.parametrize("gap", [1.0, 1e-9, 0.0])
 def test_daleckii_krein_matches_finite_differences(kind, gap):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from functools import lru_cache
+from functools import lru_cache, reduce
 
 import numpy as np
 
@@ -48,11 +48,11 @@ def _shifted_3x3(a: Array):
     """Flat entries of B = (A - qI)/scale, q = tr(A)/3, with the trigonometric eigenvalue data."""
     a = np.asarray(a, dtype=float)
     batch = a.shape[:-2]
-    a = a.reshape(-1, 3, 3)
-    a00, a11, a22 = a[:, 0, 0], a[:, 1, 1], a[:, 2, 2]
-    a01 = 0.5 * (a[:, 0, 1] + a[:, 1, 0])
-    a02 = 0.5 * (a[:, 0, 2] + a[:, 2, 0])
-    a12 = 0.5 * (a[:, 1, 2] + a[:, 2, 1])
+    e = entries(a.reshape(-1, 3, 3))
+    a00, a11, a22 = e[0, 0], e[1, 1], e[2, 2]
+    a01 = 0.5 * (e[0, 1] + e[1, 0])
+    a02 = 0.5 * (e[0, 2] + e[2, 0])
+    a12 = 0.5 * (e[1, 2] + e[2, 1])
     q = (a00 + a11 + a22) / 3.0
     b00, b11, b22 = a00 - q, a11 - q, a22 - q
     scale = np.maximum(np.maximum(np.maximum(np.abs(b00), np.abs(b11)),
@@ -146,14 +146,12 @@ def _funcm_3x3(a: Array, f: Callable[[Array], Array]) -> Array:
     """f(A) = sum_k f(l_k) x_k x_k^T from unsorted closed-form eigenpairs, entry by entry."""
     batch, vals, vecs, _ = _eig_3x3(a)
     fv = [f(x) for x in vals]
-    out = np.empty((len(fv[0]), 3, 3))
+    out = np.empty((3, 3, len(fv[0])))
     for i in range(3):
         for j in range(i, 3):
-            s = fv[0] * vecs[0][i] * vecs[0][j] + fv[1] * vecs[1][i] * vecs[1][j] \
-                + fv[2] * vecs[2][i] * vecs[2][j]
-            out[:, i, j] = s
-            out[:, j, i] = s
-    return out.reshape(batch + (3, 3))
+            out[i, j] = out[j, i] = (fv[0] * vecs[0][i] * vecs[0][j] + fv[1] * vecs[1][i] * vecs[1][j]
+                                     + fv[2] * vecs[2][i] * vecs[2][j])
+    return assemble(out).reshape(batch + (3, 3))
 
 
 _PARALLEL_MIN = 20_000
@@ -220,10 +218,46 @@ def from_eig(w: Array, v: Array) -> Array:
     return out
 
 
+def _funcm_2x2(a: Array, f: Callable[[Array], Array]) -> Array | None:
+    """f(A) = s I + g (A - m I) for symmetric 2x2 A with eigenvalues m +- r, where s is the mean of
+    f(m + r) and f(m - r) and g their divided difference; closed forms, stable as r -> 0, for
+    exp, log and sqrt (None for other f)."""
+    ent = entries(a)
+    b = 0.5 * (ent[0, 1] + ent[1, 0])
+    m, h = 0.5 * (ent[0, 0] + ent[1, 1]), 0.5 * (ent[0, 0] - ent[1, 1])
+    r = np.sqrt(h * h + b * b)
+    if f is np.exp:
+        em = np.expm1(r)
+        e, half = np.exp(m), 0.5 / (1.0 + em)
+        s = e * (1.0 + em * (em * half))
+        g = e * np.divide(em * ((em + 2.0) * half), r, out=np.ones_like(r), where=r > 0)
+    elif f is np.log:
+        z = r / m
+        s = np.log(m) + 0.5 * np.log1p(-z * z)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            g = np.where(z < 1e-4, 1.0 + z * z * (1.0 / 3.0 + z * z / 5.0),
+                         0.5 * np.log1p(2.0 * z / (1.0 - z)) / z) / m
+    elif f is np.sqrt:
+        plus, minus = np.sqrt(m + r), np.sqrt(m - r)
+        s, g = 0.5 * (plus + minus), 1.0 / (plus + minus)
+    else:
+        return None
+    out = np.empty((2, 2) + a.shape[:-2])
+    out[0, 0], out[1, 1] = s + g * h, s - g * h
+    out[0, 1] = out[1, 0] = g * b
+    return assemble(out)
+
+
 def funcm(a: Array, f: Callable[[Array], Array]) -> Array:
-    """Matrix function f(a) of a symmetric matrix through its eigendecomposition."""
-    if np.shape(a)[-1] == 3:
+    """Matrix function f(a) of a symmetric matrix through its eigendecomposition (closed forms
+    for n = 2 and 3)."""
+    a = np.asarray(a, dtype=float)
+    if a.shape[-1] == 3:
         return _funcm_3x3(a, f)
+    if a.shape[-1] == 2:
+        out = _funcm_2x2(a, f)
+        if out is not None:
+            return out
     w, v = eigh(a)
     return from_eig(f(w), v)
 
@@ -239,35 +273,32 @@ def cholesky(a: Array) -> tuple[Array, Array]:
     if n > 3 or n == 1:
         l = _lapack(np.linalg.cholesky, sym(a))
         return l, _lapack(np.linalg.inv, l)
-    a00, a11 = a[..., 0, 0], a[..., 1, 1]
-    a10 = 0.5 * (a[..., 1, 0] + a[..., 0, 1])
+    ent = entries(a)
     with np.errstate(invalid="ignore"):
-        l00 = np.sqrt(a00)
-        l10 = a10 / l00
-        l11 = np.sqrt(a11 - l10 * l10)
+        l00 = np.sqrt(ent[0, 0])
+        l10 = 0.5 * (ent[1, 0] + ent[0, 1]) / l00
+        l11 = np.sqrt(ent[1, 1] - l10 * l10)
         diag = [l00, l11]
         if n == 3:
-            a20 = 0.5 * (a[..., 2, 0] + a[..., 0, 2])
-            a21 = 0.5 * (a[..., 2, 1] + a[..., 1, 2])
-            l20 = a20 / l00
-            l21 = (a21 - l20 * l10) / l11
-            l22 = np.sqrt(a[..., 2, 2] - l20 * l20 - l21 * l21)
+            l20 = 0.5 * (ent[2, 0] + ent[0, 2]) / l00
+            l21 = (0.5 * (ent[2, 1] + ent[1, 2]) - l20 * l10) / l11
+            l22 = np.sqrt(ent[2, 2] - l20 * l20 - l21 * l21)
             diag.append(l22)
     if not all(np.all(d > 0) for d in diag):
         raise np.linalg.LinAlgError("Matrix is not positive definite")
-    l = np.zeros(a.shape)
-    inv = np.zeros(a.shape)
+    l = np.zeros((n, n) + a.shape[:-2])
+    inv = np.zeros((n, n) + a.shape[:-2])
     m00, m11 = 1.0 / l00, 1.0 / l11
-    l[..., 0, 0], l[..., 1, 0], l[..., 1, 1] = l00, l10, l11
-    inv[..., 0, 0], inv[..., 1, 1] = m00, m11
-    inv[..., 1, 0] = -l10 * m00 * m11
+    l[0, 0], l[1, 0], l[1, 1] = l00, l10, l11
+    inv[0, 0], inv[1, 1] = m00, m11
+    inv[1, 0] = -l10 * m00 * m11
     if n == 3:
         m22 = 1.0 / l22
-        l[..., 2, 0], l[..., 2, 1], l[..., 2, 2] = l20, l21, l22
-        inv[..., 2, 2] = m22
-        inv[..., 2, 1] = -l21 * m11 * m22
-        inv[..., 2, 0] = (l10 * l21 - l11 * l20) * m00 * m11 * m22
-    return l, inv
+        l[2, 0], l[2, 1], l[2, 2] = l20, l21, l22
+        inv[2, 2] = m22
+        inv[2, 1] = -l21 * m11 * m22
+        inv[2, 0] = (l10 * l21 - l11 * l20) * m00 * m11 * m22
+    return assemble(l), assemble(inv)
 
 
 def matmul(a: Array, b: Array) -> Array:
@@ -288,9 +319,36 @@ def matmul(a: Array, b: Array) -> Array:
     return a @ b
 
 
-def congruence(l: Array, x: Array) -> Array:
-    """L X L^T."""
-    return matmul(matmul(l, x), np.swapaxes(l, -1, -2))
+def entries(a: Array) -> Array:
+    """The entries a[..., i, j] as contiguous arrays e[i, j] of the batch shape (one transposing
+    copy; arithmetic on contiguous entries is several times faster than on strided views)."""
+    return np.ascontiguousarray(np.moveaxis(np.asarray(a, dtype=float), (-2, -1), (0, 1)))
+
+
+def assemble(e: Array) -> Array:
+    """Inverse of ``entries``: a C-contiguous (..., n, n) array."""
+    return np.ascontiguousarray(np.moveaxis(e, (0, 1), (-2, -1)))
+
+
+def congruence(l: Array, x: Array, lower: bool = False) -> Array:
+    """L sym(X) L^T, exactly symmetric; ``lower`` says L is lower triangular (its zeros are skipped).
+
+    For n <= 3 with a batch of L, entry by entry on contiguous entries (batched matmul is slow on
+    tiny matrices); a single L against a batch of X runs as BLAS products.
+    """
+    l, x = np.asarray(l, dtype=float), np.asarray(x, dtype=float)
+    n = l.shape[-1]
+    if n > 3 or l.size == n * n:
+        return sym(matmul(matmul(l, x), np.swapaxes(l, -1, -2)))
+    le, xe = entries(l), entries(x)
+    xs = [[xe[i, j] if i == j else 0.5 * (xe[i, j] + xe[j, i]) for j in range(n)] for i in range(n)]
+    span = (lambda i: range(i + 1)) if lower else (lambda i: range(n))
+    lx = [[reduce(np.add, (le[i, k] * xs[k][j] for k in span(i))) for j in range(n)] for i in range(n)]
+    out = np.empty((n, n) + np.broadcast_shapes(l.shape[:-2], x.shape[:-2]))
+    for i in range(n):
+        for j in range(i + 1):
+            out[i, j] = out[j, i] = reduce(np.add, (lx[i][k] * le[j, k] for k in span(j)))
+    return assemble(out)
 
 
 def whiten(l: Array, x: Array) -> Array:

@@ -86,17 +86,17 @@ class AffineInvariantSPD(SPD):
 
     @staticmethod
     def _whiten(linv: Array, x: Array) -> Array:
-        return mx.sym(mx.congruence(linv, x))
+        return mx.congruence(linv, x, lower=True)
 
     def exp(self, p: Array, v: Array) -> Array:
         """Exp_P(V) = L expm(L^-1 V L^-T) L^T with P = L L^T."""
         l, linv = self._factor(p)
-        return mx.congruence(l, mx.funcm(self._whiten(linv, v), np.exp))
+        return mx.congruence(l, mx.funcm(self._whiten(linv, v), np.exp), lower=True)
 
     def log(self, p: Array, q: Array) -> Array:
         """Log_P(Q) = L logm(L^-1 Q L^-T) L^T."""
         l, linv = self._factor(p)
-        return mx.congruence(l, mx.funcm(self._whiten(linv, q), np.log))
+        return mx.congruence(l, mx.funcm(self._whiten(linv, q), np.log), lower=True)
 
     def karcher_start(self, x: Array, weights: Array) -> Array:
         """The arithmetic mean sum_i w_i X_i (positive definite)."""
@@ -107,7 +107,7 @@ class AffineInvariantSPD(SPD):
         l, linv = self._factor(p)
         logs = mx.funcm(self._whiten(np.expand_dims(linv, -3), x), np.log)
         s = np.sum(np.asarray(weights, dtype=float)[..., None, None] * logs, axis=-3)
-        return mx.sym(mx.congruence(l, s))
+        return mx.congruence(l, s, lower=True)
 
     def dist(self, p: Array, q: Array) -> Array:
         """rho(P, Q) = |logm(P^-1/2 Q P^-1/2)|_F, from the generalised eigenvalues of (Q, P)."""
@@ -123,7 +123,7 @@ class AffineInvariantSPD(SPD):
         """Gamma(V) = E V E^T with E = L sqrtm(L^-1 Q L^-T) L^-1."""
         l, linv = self._factor(p)
         e = mx.matmul(mx.matmul(l, mx.funcm(self._whiten(linv, q), np.sqrt)), linv)
-        return mx.sym(mx.congruence(e, v))
+        return mx.congruence(e, v)
 
     def egrad_to_rgrad(self, p: Array, g: Array) -> Array:
         """P sym(G) P."""
@@ -137,7 +137,7 @@ class AffineInvariantSPD(SPD):
 
     def from_coords(self, p: Array, c: Array) -> Array:
         l, _ = self._factor(p)
-        return mx.congruence(l, mx.coords_to_sym(c, self.n))
+        return mx.congruence(l, mx.coords_to_sym(c, self.n), lower=True)
 
     def volume_density(self, p: Array, v: Array) -> Array:
         """prod_{i<j} sinh(|l_i - l_j|/2) / (|l_i - l_j|/2), l the eigenvalues of L^-1 V L^-T.

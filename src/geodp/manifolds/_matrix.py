@@ -262,6 +262,34 @@ def funcm(a: Array, f: Callable[[Array], Array]) -> Array:
     return from_eig(f(w), v)
 
 
+def _cholesky_entries(ent: Array) -> tuple:
+    """Entries l00, l10, l11 (and l20, l21, l22 for n = 3, else None) of the Cholesky factor of the
+    symmetric part, from contiguous ``entries``; NaN or non-positive diagonals mark matrices that
+    are not positive definite."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        l00 = np.sqrt(ent[0, 0])
+        l10 = 0.5 * (ent[1, 0] + ent[0, 1]) / l00
+        l11 = np.sqrt(ent[1, 1] - l10 * l10)
+        if len(ent) == 2:
+            return l00, l10, l11, None, None, None
+        l20 = 0.5 * (ent[2, 0] + ent[0, 2]) / l00
+        l21 = (0.5 * (ent[2, 1] + ent[1, 2]) - l20 * l10) / l11
+        l22 = np.sqrt(ent[2, 2] - l20 * l20 - l21 * l21)
+    return l00, l10, l11, l20, l21, l22
+
+
+def is_positive_definite(a: Array) -> Array:
+    """Whether the symmetric part of each matrix is positive definite: a closed-form Cholesky
+    factorisation for n = 2, 3, the smallest eigenvalue otherwise."""
+    a = np.asarray(a, dtype=float)
+    n = a.shape[-1]
+    if n not in (2, 3):
+        return eigvalsh(a)[..., 0] > 0
+    l00, _, l11, _, _, l22 = _cholesky_entries(entries(a))
+    ok = (l00 > 0) & (l11 > 0)
+    return ok & (l22 > 0) if n == 3 else ok
+
+
 def cholesky(a: Array) -> tuple[Array, Array]:
     """Lower Cholesky factor L of a (symmetric positive-definite) and its inverse L^-1.
 
@@ -273,17 +301,8 @@ def cholesky(a: Array) -> tuple[Array, Array]:
     if n > 3 or n == 1:
         l = _lapack(np.linalg.cholesky, sym(a))
         return l, _lapack(np.linalg.inv, l)
-    ent = entries(a)
-    with np.errstate(invalid="ignore"):
-        l00 = np.sqrt(ent[0, 0])
-        l10 = 0.5 * (ent[1, 0] + ent[0, 1]) / l00
-        l11 = np.sqrt(ent[1, 1] - l10 * l10)
-        diag = [l00, l11]
-        if n == 3:
-            l20 = 0.5 * (ent[2, 0] + ent[0, 2]) / l00
-            l21 = (0.5 * (ent[2, 1] + ent[1, 2]) - l20 * l10) / l11
-            l22 = np.sqrt(ent[2, 2] - l20 * l20 - l21 * l21)
-            diag.append(l22)
+    l00, l10, l11, l20, l21, l22 = _cholesky_entries(entries(a))
+    diag = [l00, l11] if n == 2 else [l00, l11, l22]
     if not all(np.all(d > 0) for d in diag):
         raise np.linalg.LinAlgError("Matrix is not positive definite")
     l = np.zeros((n, n) + a.shape[:-2])
@@ -357,32 +376,45 @@ def whiten(l: Array, x: Array) -> Array:
     return sym(np.linalg.solve(l, np.swapaxes(y, -1, -2)))
 
 
-def divided_differences_log(w: Array) -> Array:
-    """Daleckii-Krein matrix of log: (log a - log b)/(a - b), 1/a on the diagonal.
+def _pairwise(w: Array, diagonal: Array, pair: Callable[[Array, Array], Array]) -> Array:
+    """Symmetric matrix with the given diagonal and pair(w_i, w_j) off it, each pair evaluated once."""
+    n = w.shape[-1]
+    out = np.empty(w.shape + (n,))
+    iu, ju = np.triu_indices(n, 1)
+    off = pair(w[..., iu], w[..., ju])
+    out[..., iu, ju] = off
+    out[..., ju, iu] = off
+    idx = np.arange(n)
+    out[..., idx, idx] = diagonal
+    return out
 
-    Uses 2 atanh((a - b)/(a + b))/(a - b), which is stable when a and b are close.
-    """
-    a, b = w[..., :, None], w[..., None, :]
-    d = a - b
-    z = d / (a + b)
+
+def _log_pair(a: Array, b: Array) -> Array:
+    """(log a - log b)/(a - b) = log1p(2z/(1 - z))/(a - b), z = (a - b)/(a + b), stable as z -> 0."""
+    d, t = a - b, a + b
+    z = d / t
     small = np.abs(z) < 1e-5
-    safe_d = np.where(small, 1.0, d)
-    series = 2.0 / (a + b) * (1.0 + z * z / 3.0 + z**4 / 5.0)
-    return np.where(small, series, 2.0 * np.arctanh(np.where(small, 0.0, z)) / safe_d)
+    zs = np.where(small, 0.5, z)
+    exact = np.log1p(2.0 * zs / (1.0 - zs)) / (zs * t)
+    return np.where(small, 2.0 / t * (1.0 + z * z / 3.0 + z**4 / 5.0), exact)
+
+
+def divided_differences_log(w: Array) -> Array:
+    """Daleckii-Krein matrix of log: (log a - log b)/(a - b), 1/a on the diagonal."""
+    return _pairwise(w, 1.0 / w, _log_pair)
 
 
 def divided_differences_exp(s: Array) -> Array:
     """Daleckii-Krein matrix of exp: (e^a - e^b)/(a - b) = e^((a+b)/2) sinh(d)/d, d = (a-b)/2."""
     from ._special import sinhc
 
-    a, b = s[..., :, None], s[..., None, :]
-    return np.exp(0.5 * (a + b)) * sinhc(0.5 * (a - b))
+    return _pairwise(s, np.exp(s), lambda a, b: np.exp(0.5 * (a + b)) * sinhc(0.5 * (a - b)))
 
 
 def frechet_derivative(v: Array, gamma: Array, x: Array) -> Array:
-    """Daleckii-Krein formula: V (Gamma o (V^T X V)) V^T for the divided-difference matrix Gamma."""
-    vt = np.swapaxes(v, -1, -2)
-    return v @ (gamma * (vt @ x @ v)) @ vt
+    """Daleckii-Krein formula V (Gamma o (V^T X V)) V^T for symmetric X and the divided-difference
+    matrix Gamma of a matrix function at V diag(w) V^T."""
+    return congruence(v, gamma * congruence(np.swapaxes(v, -1, -2), x))
 
 
 def sym_to_coords(s: Array) -> Array:

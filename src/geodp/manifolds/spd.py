@@ -60,9 +60,9 @@ class SPD(Manifold):
 
     def check_point(self, x: Array) -> Array:
         x = super().check_point(x)
-        lam = mx.eigvalsh(x)[..., 0]
-        bad = ~(lam > 0)
+        bad = ~mx.is_positive_definite(x)
         if np.any(bad):
+            lam = mx.eigvalsh(x[bad])[..., 0]
             raise ValueError(
                 f"{int(np.sum(bad))} of {bad.size} matrices are not positive definite "
                 f"(smallest eigenvalue {float(np.min(lam)):.3g}); SPD.project floors the eigenvalues"
@@ -185,24 +185,31 @@ class LogEuclideanSPD(SPD):
 
     @staticmethod
     def _in_basis(u: Array, x: Array) -> Array:
-        return np.swapaxes(u, -1, -2) @ x @ u
+        return mx.congruence(np.swapaxes(u, -1, -2), x)
 
     def exp(self, p: Array, v: Array) -> Array:
         """Exp_P(V) = expm(logm P + D log_P[V]) = expm(U (diag(log w) + G o (U^T V U)) U^T)."""
         w, u, g = self._dlog(p)
-        inner = g * self._in_basis(u, mx.sym(v))
+        inner = g * self._in_basis(u, v)
         idx = np.arange(self.n)
         inner[..., idx, idx] += np.log(w)
-        return mx.funcm(u @ inner @ np.swapaxes(u, -1, -2), np.exp)
+        return mx.funcm(mx.congruence(u, inner), np.exp)
+
+    def _dexp_from(self, p: Array, target: Array, weight: Array | float) -> Array:
+        """D exp_{logm P}[target - weight logm P], computed in the eigenbasis U of P."""
+        w, u = mx.eigh(p)
+        diff = self._in_basis(u, target)
+        idx = np.arange(self.n)
+        diff[..., idx, idx] -= np.asarray(weight)[..., None] * np.log(w)
+        return mx.congruence(u, mx.divided_differences_exp(np.log(w)) * diff)
 
     def log(self, p: Array, q: Array) -> Array:
-        """Log_P(Q) = D exp_{logm P}[logm Q - logm P], computed in the eigenbasis U of P."""
-        w, u = mx.eigh(p)
-        diff = self._in_basis(u, mx.funcm(q, np.log))
-        idx = np.arange(self.n)
-        diff[..., idx, idx] -= np.log(w)
-        gamma = mx.divided_differences_exp(np.log(w))
-        return u @ (gamma * diff) @ np.swapaxes(u, -1, -2)
+        """Log_P(Q) = D exp_{logm P}[logm Q - logm P]."""
+        return self._dexp_from(p, mx.funcm(q, np.log), 1.0)
+
+    def mean_log(self, p: Array, x: Array, weights: Array) -> Array:
+        """D exp_{logm P}[sum_i w_i logm X_i - (sum_i w_i) logm P]: one matrix logarithm per point."""
+        return self._dexp_from(p, weighted_sum(mx.funcm(x, np.log), weights, 2), np.sum(weights, axis=-1))
 
     def karcher_start(self, x: Array, weights: Array) -> Array:
         """expm(sum_i w_i logm X_i): the log-Euclidean mean itself (the metric is flat in log

@@ -5,12 +5,12 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from functools import lru_cache, reduce
+from functools import reduce
 
 import numpy as np
+
+from ._threads import split_batch
 
 Array = np.ndarray
 
@@ -154,28 +154,9 @@ def _funcm_3x3(a: Array, f: Callable[[Array], Array]) -> Array:
     return assemble(out).reshape(batch + (3, 3))
 
 
-_PARALLEL_MIN = 20_000
-_WORKERS = min(os.cpu_count() or 1, 8)
-
-
-@lru_cache(maxsize=1)
-def _pool() -> ThreadPoolExecutor | None:
-    return ThreadPoolExecutor(_WORKERS) if _WORKERS > 1 else None
-
-
 def _lapack(fn: Callable, a: Array):
-    """Apply a batched LAPACK routine, split over threads for large batches (LAPACK releases
-    the GIL, so the chunks run on separate cores)."""
-    pool = _pool()
-    batch = a.shape[:-2]
-    count = int(np.prod(batch, dtype=int))
-    if pool is None or count < _PARALLEL_MIN:
-        return fn(a)
-    flat = a.reshape((count,) + a.shape[-2:])
-    parts = list(pool.map(fn, np.array_split(flat, _WORKERS)))
-    if isinstance(parts[0], tuple):
-        return tuple(np.concatenate(p).reshape(batch + p[0].shape[1:]) for p in zip(*parts))
-    return np.concatenate(parts).reshape(batch + parts[0].shape[1:])
+    """A batched LAPACK routine, split over threads for large batches."""
+    return split_batch(fn, a, core_ndim=2)
 
 
 def eigh(a: Array) -> tuple[Array, Array]:

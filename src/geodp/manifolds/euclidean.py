@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Array, Manifold, weighted_sum
+from .base import Array, Manifold, rowdot, weighted_sum
 
 
 class Euclidean(Manifold):
@@ -40,11 +40,11 @@ class Euclidean(Manifold):
         return weighted_sum(x, weights, 1)
 
     def inner(self, p: Array, u: Array, v: Array) -> Array:
-        return np.einsum("...i,...i->...", u, v)
+        return rowdot(u, v)
 
     def dist(self, p: Array, q: Array) -> Array:
         d = np.asarray(q, dtype=float) - p
-        return np.sqrt(np.einsum("...i,...i->...", d, d))
+        return np.sqrt(rowdot(d, d))
 
     def transport(self, p: Array, q: Array, v: Array) -> Array:
         return np.broadcast_to(v, np.broadcast_shapes(np.shape(p), np.shape(q), np.shape(v))).copy()

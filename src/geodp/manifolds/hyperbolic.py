@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._special import acosh1p, acosh_ratio, log_sinhc
+from ._threads import threaded
 from .base import Array, Manifold, rowdot, space_form_mean_log, weighted_sum
 
 
@@ -47,6 +48,7 @@ class Hyperbolic(Manifold):
     def inner(self, p: Array, u: Array, v: Array) -> Array:
         return minkowski(u, v)
 
+    @threaded
     def exp(self, p: Array, v: Array) -> Array:
         """Exp_p(v) = cosh(t) p + sinhc(t) v, t = |v|/R, both from e = expm1(t):
         cosh t = 1 + e^2 / (2(1 + e)), sinh t = e (e + 2) / (2(1 + e))."""
@@ -64,9 +66,11 @@ class Hyperbolic(Manifold):
         far = -minkowski(p, q) / self.radius**2 - 1.0
         return d, np.where(far > 0.5, far, near)
 
+    @threaded
     def dist(self, p: Array, q: Array) -> Array:
         return self.radius * acosh1p(self._cosh_minus_one(p, q)[1])
 
+    @threaded
     def log(self, p: Array, q: Array) -> Array:
         """Log_p(q) = theta/sinh(theta) (q - cosh(theta) p) = theta/sinh(theta) (q - p - s p),
         s = cosh(theta) - 1 and sinh(theta) = sqrt(s (s + 2))."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._special import inv_sinc, sinc
+from ._threads import threaded
 from .base import Array, Manifold, weighted_sum
 
 
@@ -80,6 +81,7 @@ class KendallShape(Manifold):
     def inner(self, p: Array, u: Array, v: Array) -> Array:
         return np.einsum("...ij,...ij->...", u, v)
 
+    @threaded
     def exp(self, p: Array, v: Array) -> Array:
         """Exp on the pre-shape sphere of a horizontal v: cos(|v|) p + sinc(|v|) v."""
         t = np.sqrt(np.einsum("...ij,...ij->...", v, v))[..., None, None]
@@ -90,10 +92,12 @@ class KendallShape(Manifold):
         theta = 2.0 * np.arctan2(np.linalg.norm(zp - zq, axis=-1), np.linalg.norm(zp + zq, axis=-1))
         return theta, zq
 
+    @threaded
     def dist(self, p: Array, q: Array) -> Array:
         """rho = arccos |<p, q>|, computed as the chordal angle to the aligned q."""
         return self._aligned_angle(_to_complex(p), _to_complex(q))[0]
 
+    @threaded
     def log(self, p: Array, q: Array) -> Array:
         zp = _to_complex(p)
         theta, zq = self._aligned_angle(zp, _to_complex(q))

@@ -6,6 +6,7 @@ import numpy as np
 
 from . import _matrix as mx
 from ._special import log_sinhc
+from ._threads import threaded
 from .base import Array, Manifold, weighted_sum
 
 METRICS = ("affine", "log-euclidean")
@@ -88,11 +89,13 @@ class AffineInvariantSPD(SPD):
     def _whiten(linv: Array, x: Array) -> Array:
         return mx.congruence(linv, x, lower=True)
 
+    @threaded
     def exp(self, p: Array, v: Array) -> Array:
         """Exp_P(V) = L expm(L^-1 V L^-T) L^T with P = L L^T."""
         l, linv = self._factor(p)
         return mx.congruence(l, mx.funcm(self._whiten(linv, v), np.exp), lower=True)
 
+    @threaded
     def log(self, p: Array, q: Array) -> Array:
         """Log_P(Q) = L logm(L^-1 Q L^-T) L^T."""
         l, linv = self._factor(p)
@@ -109,6 +112,7 @@ class AffineInvariantSPD(SPD):
         s = np.sum(np.asarray(weights, dtype=float)[..., None, None] * logs, axis=-3)
         return mx.congruence(l, s, lower=True)
 
+    @threaded
     def dist(self, p: Array, q: Array) -> Array:
         """rho(P, Q) = |logm(P^-1/2 Q P^-1/2)|_F, from the generalised eigenvalues of (Q, P)."""
         _, linv = self._factor(p)
@@ -187,6 +191,7 @@ class LogEuclideanSPD(SPD):
     def _in_basis(u: Array, x: Array) -> Array:
         return mx.congruence(np.swapaxes(u, -1, -2), x)
 
+    @threaded
     def exp(self, p: Array, v: Array) -> Array:
         """Exp_P(V) = expm(logm P + D log_P[V]) = expm(U (diag(log w) + G o (U^T V U)) U^T)."""
         w, u, g = self._dlog(p)
@@ -203,6 +208,7 @@ class LogEuclideanSPD(SPD):
         diff[..., idx, idx] -= np.asarray(weight)[..., None] * np.log(w)
         return mx.congruence(u, mx.divided_differences_exp(np.log(w)) * diff)
 
+    @threaded
     def log(self, p: Array, q: Array) -> Array:
         """Log_P(Q) = D exp_{logm P}[logm Q - logm P]."""
         return self._dexp_from(p, mx.funcm(q, np.log), 1.0)
@@ -211,11 +217,7 @@ class LogEuclideanSPD(SPD):
         """D exp_{logm P}[sum_i w_i logm X_i - (sum_i w_i) logm P]: one matrix logarithm per point."""
         return self._dexp_from(p, weighted_sum(mx.funcm(x, np.log), weights, 2), np.sum(weights, axis=-1))
 
-    def karcher_start(self, x: Array, weights: Array) -> Array:
-        """expm(sum_i w_i logm X_i): the log-Euclidean mean itself (the metric is flat in log
-        coordinates), so the iteration only confirms it."""
-        return mx.funcm(weighted_sum(mx.funcm(x, np.log), weights, 2), np.exp)
-
+    @threaded
     def dist(self, p: Array, q: Array) -> Array:
         return np.linalg.norm(mx.funcm(q, np.log) - mx.funcm(p, np.log), axis=(-2, -1))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._special import acos_ratio, sinc
+from ._threads import threaded
 from .base import Array, Manifold, rowdot, space_form_mean_log, weighted_sum
 
 _dot = rowdot
@@ -54,6 +55,7 @@ class Sphere(Manifold):
     def inner(self, p: Array, u: Array, v: Array) -> Array:
         return _dot(u, v)
 
+    @threaded
     def exp(self, p: Array, v: Array) -> Array:
         """Exp_p(v) = cos(t) p + sinc(t) v, t = |v|/R, both from tau = tan(t/2):
         cos t = (1 - tau^2)/(1 + tau^2), sin t = 2 tau/(1 + tau^2)."""
@@ -63,9 +65,11 @@ class Sphere(Manifold):
         sinc_t = np.divide(2.0 * tau * den, t, out=np.ones_like(t), where=t > 0)
         return ((1.0 - tau * tau) * den)[..., None] * p + sinc_t[..., None] * v
 
+    @threaded
     def dist(self, p: Array, q: Array) -> Array:
         return self.radius * _angle_from_sin2(_half_angle_sin2(p, q, self.radius)[1])
 
+    @threaded
     def log(self, p: Array, q: Array) -> Array:
         """Log_p(q) = theta/sin(theta) (q - cos(theta) p), with s2 = sin^2(theta/2):
         q - cos(theta) p = (q - p) + 2 s2 p and sin(theta) = 2 sqrt(s2 (1 - s2))."""

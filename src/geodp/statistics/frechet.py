@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..manifolds._threads import split_sample_sum
 from ..manifolds.base import Array, Manifold
 
 
@@ -78,7 +79,7 @@ def frechet_mean(manifold: Manifold, points: Array, weights: Array | None = None
     m = np.broadcast_to(m, batch + manifold.point_shape).copy()
     it = 0
     while True:
-        grad = manifold.mean_log(m, x, w)
+        grad = split_sample_sum(lambda xs, ws: manifold.mean_log(m, xs, ws), x, w, -nd - 1)
         gnorm = manifold.norm(m, grad)
         active = gnorm > tol
         if not np.any(active) or it >= max_iter:

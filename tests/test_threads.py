@@ -1,0 +1,59 @@
+"""Batches split over threads give the results of one serial call."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import base_point
+
+from geodp.manifolds import SPD, Hyperbolic, KendallShape, Sphere
+from geodp.manifolds import _threads
+from geodp.statistics import frechet_mean
+
+N = 7 * (_threads.MIN_BATCH // 7 + 1)
+
+
+def serial(monkeypatch, fn):
+    monkeypatch.setenv("GEODP_NUM_THREADS", "1")
+    out = fn()
+    monkeypatch.delenv("GEODP_NUM_THREADS")
+    return out
+
+
+@pytest.mark.parametrize("manifold", [Sphere(2), Hyperbolic(3), KendallShape(5), SPD(2), SPD(4),
+                                      SPD(3, metric="log-euclidean")], ids=repr)
+def test_split_methods_equal_serial_calls(manifold, monkeypatch):
+    monkeypatch.setattr(_threads, "thread_count", lambda: 3)
+    rng = np.random.default_rng(0)
+    c = base_point(manifold)
+    p = manifold.random_ball(c, 0.5, N, rng)
+    q = manifold.random_ball(c, 0.5, N, rng)
+    v = manifold.log(p, q)
+    for name, args in [("exp", (p, v)), ("log", (p, q)), ("dist", (p, q)), ("log", (c, q)),
+                       ("dist", (p.reshape((7, -1) + manifold.point_shape), c))]:
+        method = getattr(manifold, name)
+        threaded = method(*args)
+        assert np.array_equal(threaded, serial(monkeypatch, lambda: method(*args))), name
+    assert np.array_equal(manifold.exp(p=p, v=v), manifold.exp(p, v))
+
+
+def test_split_sample_sum_matches_one_pass(monkeypatch):
+    monkeypatch.setattr(_threads, "thread_count", lambda: 4)
+    rng = np.random.default_rng(1)
+    m = Sphere(3)
+    x = m.random_ball(m.project(np.ones(4)), 0.6, (2, N), rng)
+    res = frechet_mean(m, x)
+    ref = serial(monkeypatch, lambda: frechet_mean(m, x))
+    assert np.allclose(res.mean, ref.mean, atol=1e-14) and res.iterations == ref.iterations
+    calls = []
+    total = _threads.split_sample_sum(lambda xs, ws: calls.append(len(ws[0])) or ws.sum(-1), x[..., 0],
+                                      np.ones((2, N)), -1)
+    assert len(calls) == 4 and sum(calls) == N and np.array_equal(total, [N, N])
+
+
+def test_thread_count_setting(monkeypatch):
+    monkeypatch.setenv("GEODP_NUM_THREADS", "3")
+    assert _threads.thread_count() == 3
+    monkeypatch.setenv("GEODP_NUM_THREADS", "0")
+    with pytest.raises(ValueError, match="GEODP_NUM_THREADS"):
+        _threads.thread_count()

@@ -57,3 +57,16 @@ def test_thread_count_setting(monkeypatch):
     monkeypatch.setenv("GEODP_NUM_THREADS", "0")
     with pytest.raises(ValueError, match="GEODP_NUM_THREADS"):
         _threads.thread_count()
+
+
+def test_forked_child_uses_its_own_pool(monkeypatch):
+    """A process forked after the pool started still splits batches (and does not hang)."""
+    import multiprocessing
+
+    monkeypatch.setattr(_threads, "thread_count", lambda: 2)
+    m = Sphere(2)
+    p = m.random_ball(m.project(np.ones(3)), 0.5, N, np.random.default_rng(2))
+    expected = m.dist(p, p[::-1])
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        result = pool.apply_async(m.dist, (p, p[::-1])).get(timeout=60)
+    assert np.array_equal(result, expected)

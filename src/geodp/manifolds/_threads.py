@@ -37,7 +37,9 @@ def thread_count() -> int:
 
 
 @lru_cache(maxsize=4)
-def _pool(workers: int) -> ThreadPoolExecutor:
+def _pool(workers: int, pid: int) -> ThreadPoolExecutor:
+    """One pool per thread count and process (a forked child must not reuse its parent's pool,
+    whose threads it does not have)."""
     return ThreadPoolExecutor(workers, thread_name_prefix="geodp")
 
 
@@ -51,7 +53,7 @@ def _run_chunks(task: Callable[[int, int], object], size: int, workers: int) -> 
         finally:
             _state.inside = False
 
-    return list(_pool(workers).map(run, bounds[:-1], bounds[1:]))
+    return list(_pool(workers, os.getpid()).map(run, bounds[:-1], bounds[1:]))
 
 
 def _workers_for(batch_size: int, min_batch: int) -> int:

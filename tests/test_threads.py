@@ -13,17 +13,18 @@ from geodp.statistics import frechet_mean
 N = 7 * (_threads.MIN_BATCH // 7 + 1)
 
 
-def serial(monkeypatch, fn):
-    monkeypatch.setenv("GEODP_NUM_THREADS", "1")
-    out = fn()
-    monkeypatch.delenv("GEODP_NUM_THREADS")
-    return out
+def serial(fn):
+    """fn() with every batch evaluated whole, in the calling thread."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_threads, "_is_large", lambda count, min_batch: False)
+        return fn()
 
 
 @pytest.mark.parametrize("manifold", [Sphere(2), Hyperbolic(3), KendallShape(5), SPD(2), SPD(4),
                                       SPD(3, metric="log-euclidean")], ids=repr)
 def test_split_methods_equal_serial_calls(manifold, monkeypatch):
     monkeypatch.setattr(_threads, "thread_count", lambda: 3)
+    monkeypatch.setattr(_threads, "BLOCK_BYTES", 2**16)
     rng = np.random.default_rng(0)
     c = base_point(manifold)
     p = manifold.random_ball(c, 0.5, N, rng)
@@ -33,7 +34,7 @@ def test_split_methods_equal_serial_calls(manifold, monkeypatch):
                        ("dist", (p.reshape((7, -1) + manifold.point_shape), c))]:
         method = getattr(manifold, name)
         threaded = method(*args)
-        assert np.array_equal(threaded, serial(monkeypatch, lambda: method(*args))), name
+        assert np.array_equal(threaded, serial(lambda: method(*args))), name
     assert np.array_equal(manifold.exp(p=p, v=v), manifold.exp(p, v))
 
 
@@ -43,12 +44,13 @@ def test_split_sample_sum_matches_one_pass(monkeypatch):
     m = Sphere(3)
     x = m.random_ball(m.project(np.ones(4)), 0.6, (2, N), rng)
     res = frechet_mean(m, x)
-    ref = serial(monkeypatch, lambda: frechet_mean(m, x))
+    ref = serial(lambda: frechet_mean(m, x))
     assert np.allclose(res.mean, ref.mean, atol=1e-14) and res.iterations == ref.iterations
     calls = []
     total = _threads.split_sample_sum(lambda xs, ws: calls.append(len(ws[0])) or ws.sum(-1), x[..., 0],
                                       np.ones((2, N)), -1)
-    assert len(calls) == 4 and sum(calls) == N and np.array_equal(total, [N, N])
+    rows = _threads.BLOCK_BYTES // (8 * 2)
+    assert calls == [min(rows, N - lo) for lo in range(0, N, rows)] and np.array_equal(total, [N, N])
 
 
 def test_thread_count_setting(monkeypatch):

@@ -333,12 +333,12 @@ def assemble(e: Array) -> Array:
 def congruence(l: Array, x: Array, lower: bool = False) -> Array:
     """L sym(X) L^T, exactly symmetric; ``lower`` says L is lower triangular (its zeros are skipped).
 
-    For n <= 3 with a batch of L, entry by entry on contiguous entries (batched matmul is slow on
-    tiny matrices); a single L against a batch of X runs as BLAS products.
+    For n <= 3, entry by entry on contiguous entries (batched matmul is slow on tiny matrices, and
+    BLAS would start its own threads inside ours); larger n as matrix products.
     """
     l, x = np.asarray(l, dtype=float), np.asarray(x, dtype=float)
     n = l.shape[-1]
-    if n > 3 or l.size == n * n:
+    if n > 3:
         return sym(matmul(matmul(l, x), np.swapaxes(l, -1, -2)))
     le, xe = entries(l), entries(x)
     xs = [[xe[i, j] if i == j else 0.5 * (xe[i, j] + xe[j, i]) for j in range(n)] for i in range(n)]

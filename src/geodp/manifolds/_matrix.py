@@ -45,7 +45,8 @@ def _pick(mask: Array, x: tuple, y: tuple) -> tuple:
 
 
 def _shifted_3x3(a: Array):
-    """Flat entries of B = (A - qI)/scale, q = tr(A)/3, with the trigonometric eigenvalue data."""
+    """Flat entries of B = (A - qI)/scale, q = tr(A)/3, and by the trigonometric formula the
+    eigenvalue of B farthest from the other two (the top one where det B >= 0, else the bottom)."""
     a = np.asarray(a, dtype=float)
     batch = a.shape[:-2]
     e = entries(a.reshape(-1, 3, 3))
@@ -70,9 +71,9 @@ def _shifted_3x3(a: Array):
     p_safe = np.where(zero, 1.0, p)
     r = np.clip(0.5 * det / (p_safe * p_safe * p_safe), -1.0, 1.0)
     phi = np.arccos(r) / 3.0
-    top = 2.0 * p * np.cos(phi)
-    bottom = 2.0 * p * np.cos(phi + 2.0 * np.pi / 3.0)
-    return batch, b, q, np.where(zero, 0.0, scale), r, top, bottom
+    sep_top = r >= 0
+    separated = 2.0 * p * np.cos(np.where(sep_top, phi, phi + 2.0 * np.pi / 3.0))
+    return batch, b, q, np.where(zero, 0.0, scale), sep_top, separated
 
 
 def _eigvalsh_3x3(a: Array) -> Array:
@@ -85,6 +86,20 @@ def _eigvalsh_3x3(a: Array) -> Array:
     return np.sort(np.stack(vals, axis=-1), axis=-1).reshape(batch + (3,))
 
 
+def _rotation(half: Array, off: Array, rad: Array) -> tuple[Array, Array]:
+    """(cos t, sin t) of the Jacobi rotation whose first column is the top eigenvector of
+    [[m + half, off], [off, m - half]], rad = sqrt(half^2 + off^2): the normalised
+    (half + rad, off) or (off, rad - half), whichever has no cancellation; (1, 0) when rad = 0."""
+    big = rad + np.abs(half)
+    norm = np.sqrt(2.0 * rad * big)
+    ok = norm > 0
+    inv = 1.0 / np.where(ok, norm, 1.0)
+    pos = half >= 0
+    cs = np.where(ok, np.where(pos, big, off) * inv, 1.0)
+    sn = np.where(ok, np.where(pos, off, big) * inv, 0.0)
+    return cs, sn
+
+
 def _eig_3x3(a: Array):
     """Unsorted eigenpairs of symmetric 3x3 matrices as flat arrays.
 
@@ -94,10 +109,8 @@ def _eig_3x3(a: Array):
     the 2x2 problem restricted to the orthogonal complement, solved by a Jacobi rotation, which is
     exact for repeated eigenvalues. Returns (batch, values, vectors, separated_is_top).
     """
-    batch, b, q, scale, r, top, bottom = _shifted_3x3(a)
+    batch, b, q, scale, sep_top, lam = _shifted_3x3(a)
     b00, b11, b22, b01, b02, b12 = b
-    sep_top = r >= 0
-    lam = np.where(sep_top, top, bottom)
     r0, r1, r2 = (b00 - lam, b01, b02), (b01, b11 - lam, b12), (b02, b12, b22 - lam)
     c01, c02, c12 = _cross(r0, r1), _cross(r0, r2), _cross(r1, r2)
     n01, n02, n12 = (c[0] * c[0] + c[1] * c[1] + c[2] * c[2] for c in (c01, c02, c12))
@@ -122,9 +135,8 @@ def _eig_3x3(a: Array):
 
     m00, m01, m11 = quad(u, u), quad(u, v), quad(v, v)
     half, mid = 0.5 * (m00 - m11), 0.5 * (m00 + m11)
-    rad = np.hypot(half, m01)
-    theta = 0.5 * np.arctan2(m01, half)
-    cs, sn = np.cos(theta), np.sin(theta)
+    rad = np.sqrt(half * half + m01 * m01)
+    cs, sn = _rotation(half, m01, rad)
     hi = tuple(cs * ui + sn * vi for ui, vi in zip(u, v))
     lo = tuple(cs * vi - sn * ui for ui, vi in zip(u, v))
     vals = [quad(w, w), mid + rad, mid - rad]

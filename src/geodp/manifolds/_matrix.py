@@ -1,6 +1,7 @@
 """Batched kernels for symmetric matrices: eigendecomposition, matrix functions, divided differences.
 
-2x2 symmetric eigenproblems use a closed form (Jacobi rotation); larger ones LAPACK ``eigh``.
+2x2 and 3x3 problems use closed forms on contiguous entries; larger ones LAPACK, in blocks over
+threads.
 """
 
 from __future__ import annotations
@@ -28,8 +29,7 @@ def _eigh_2x2(a: Array) -> tuple[Array, Array]:
     rad = np.hypot(half, q)
     mid = 0.5 * (p + r)
     w = np.stack([mid - rad, mid + rad], axis=-1)
-    phi = 0.5 * np.arctan2(q, half)
-    c, s = np.cos(phi), np.sin(phi)
+    c, s = _rotation(half, q, rad)
     v = np.empty(a.shape)
     v[..., 0, 0], v[..., 1, 0] = -s, c
     v[..., 0, 1], v[..., 1, 1] = c, s
@@ -218,7 +218,7 @@ def _funcm_2x2(a: Array, f: Callable[[Array], Array]) -> Array | None:
     ent = entries(a)
     b = 0.5 * (ent[0, 1] + ent[1, 0])
     m, h = 0.5 * (ent[0, 0] + ent[1, 1]), 0.5 * (ent[0, 0] - ent[1, 1])
-    r = np.sqrt(h * h + b * b)
+    r = np.hypot(h, b)
     if f is np.exp:
         em = np.expm1(r)
         e, half = np.exp(m), 0.5 / (1.0 + em)
@@ -361,12 +361,6 @@ def congruence(l: Array, x: Array, lower: bool = False) -> Array:
         for j in range(i + 1):
             out[i, j] = out[j, i] = reduce(np.add, (lx[i][k] * le[j, k] for k in span(j)))
     return assemble(out)
-
-
-def whiten(l: Array, x: Array) -> Array:
-    """L^-1 X L^-T for lower-triangular L (Cholesky factor), symmetrised."""
-    y = np.linalg.solve(l, x)
-    return sym(np.linalg.solve(l, np.swapaxes(y, -1, -2)))
 
 
 def _pairwise(w: Array, diagonal: Array, pair: Callable[[Array, Array], Array]) -> Array:

@@ -40,11 +40,6 @@ def inv_sinc(x: np.ndarray) -> np.ndarray:
     return _patched(x, lambda t: t / np.sin(t), lambda t: 1.0 + t * t / 6.0 + 7.0 * t**4 / 360.0)
 
 
-def inv_sinhc(x: np.ndarray) -> np.ndarray:
-    """x/sinh(x), with value 1 at 0."""
-    return _patched(x, lambda t: t / np.sinh(t), lambda t: 1.0 - t * t / 6.0 + 7.0 * t**4 / 360.0)
-
-
 def acos_ratio(c: np.ndarray) -> np.ndarray:
     """theta/sin(theta) as a function of c = cos(theta) in (-1, 1]: arccos(c)/sqrt(1 - c^2).
 

@@ -40,6 +40,7 @@ def test_split_methods_equal_serial_calls(manifold, monkeypatch):
 
 def test_split_sample_sum_matches_one_pass(monkeypatch):
     monkeypatch.setattr(_threads, "thread_count", lambda: 4)
+    monkeypatch.setattr(_threads, "BLOCK_BYTES", 2**16)
     rng = np.random.default_rng(1)
     m = Sphere(3)
     x = m.random_ball(m.project(np.ones(4)), 0.6, (2, N), rng)
@@ -49,8 +50,12 @@ def test_split_sample_sum_matches_one_pass(monkeypatch):
     calls = []
     total = _threads.split_sample_sum(lambda xs, ws: calls.append(len(ws[0])) or ws.sum(-1), x[..., 0],
                                       np.ones((2, N)), -1)
-    rows = _threads.BLOCK_BYTES // (8 * 2)
+    rows = 2**16 // (8 * 2)
     assert calls == [min(rows, N - lo) for lo in range(0, N, rows)] and np.array_equal(total, [N, N])
+    calls.clear()
+    _threads.split_sample_sum(lambda xs, ws: calls.append(len(ws[0])) or ws.sum(-1), x[:, :500, 0],
+                              np.ones((2, 500)), -1, min_batch=10)
+    assert calls == [500], "data smaller than two blocks are summed in one call"
 
 
 def test_thread_count_setting(monkeypatch):

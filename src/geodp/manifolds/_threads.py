@@ -102,9 +102,11 @@ def split_batch(fn: Callable[..., Array], *arrays: Array, core_ndim: int,
 def split_sample_sum(fn: Callable[[Array, Array], Array], x: Array, weights: Array,
                      sample_axis: int, min_batch: int = MIN_BATCH) -> Array:
     """sum over blocks of fn(x_block, w_block): x cut along ``sample_axis`` (negative) and weights
-    along their last axis, for sums over the sample such as sum_i w_i Log_p(x_i)."""
+    along their last axis, for sums over the sample such as sum_i w_i Log_p(x_i). Data smaller
+    than two blocks are summed in one call."""
     x, weights = np.asarray(x, dtype=float), np.asarray(weights, dtype=float)
-    if not _is_large(int(np.prod(x.shape[:x.ndim + sample_axis + 1], dtype=int)), min_batch):
+    count = int(np.prod(x.shape[:x.ndim + sample_axis + 1], dtype=int))
+    if not _is_large(count, min_batch) or x.nbytes < 2 * BLOCK_BYTES:
         return fn(x, weights)
     lead = (slice(None),) * (x.ndim + sample_axis)
     size = x.shape[sample_axis]

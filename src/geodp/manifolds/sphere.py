@@ -67,7 +67,12 @@ class Sphere(Manifold):
 
     @threaded
     def dist(self, p: Array, q: Array) -> Array:
-        return self.radius * _angle_from_sin2(_half_angle_sin2(p, q, self.radius)[1])
+        """R theta = 2R arctan(|q - p| / |q + p|), with |q + p|^2 = 4R^2 - |q - p|^2."""
+        d = np.asarray(q, dtype=float) - p
+        chord2 = _dot(d, d)
+        with np.errstate(divide="ignore"):
+            tan_half = np.sqrt(chord2 / np.maximum(4.0 * self.radius**2 - chord2, 0.0))
+        return 2.0 * self.radius * np.arctan(tan_half)
 
     @threaded
     def log(self, p: Array, q: Array) -> Array:

@@ -116,13 +116,16 @@ def split_sample_sum(fn: Callable[[Array, Array], Array], x: Array, weights: Arr
 
 
 def threaded(method: Callable[..., Array]) -> Callable[..., Array]:
-    """Split a manifold method of point or tangent arrays over threads for large batches."""
+    """Evaluate a manifold method of point or tangent arrays blockwise, over threads, for large
+    batches (when the manifold is ``blockwise``)."""
     names = method.__code__.co_varnames[1:method.__code__.co_argcount]
 
     @wraps(method)
     def wrapper(self, *args: Array, **kwargs: Array) -> Array:
         if kwargs:
             args = args + tuple(kwargs.pop(n) for n in names[len(args):])
+        if not self.blockwise:
+            return method(self, *args)
         return split_batch(lambda *a: method(self, *a), *args, core_ndim=len(self.point_shape))
 
     return wrapper

@@ -65,6 +65,9 @@ class Manifold(ABC):
     dim: int
     point_shape: tuple[int, ...]
     tolerance: float = 1e-8
+    blockwise: bool = True
+    """Whether large batches are evaluated in cache-sized blocks on geodp's threads; False where
+    the work is in BLAS/LAPACK calls that thread themselves (their threads would compete)."""
 
     # ----------------------------------------------------------------- geometry facts
     @property

@@ -39,6 +39,11 @@ class SPD(Manifold):
         return f"SPD({self.n}, metric={self.metric!r})"
 
     @property
+    def blockwise(self) -> bool:
+        """Closed-form kernels for n <= 3; beyond, LAPACK and BLAS calls on whole batches."""
+        return self.n <= 3
+
+    @property
     def injectivity_radius(self) -> float:
         return float("inf")
 

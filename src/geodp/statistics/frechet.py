@@ -79,7 +79,10 @@ def frechet_mean(manifold: Manifold, points: Array, weights: Array | None = None
     m = np.broadcast_to(m, batch + manifold.point_shape).copy()
     it = 0
     while True:
-        grad = split_sample_sum(lambda xs, ws: manifold.mean_log(m, xs, ws), x, w, -nd - 1)
+        if manifold.blockwise:
+            grad = split_sample_sum(lambda xs, ws: manifold.mean_log(m, xs, ws), x, w, -nd - 1)
+        else:
+            grad = manifold.mean_log(m, x, w)
         gnorm = manifold.norm(m, grad)
         active = gnorm > tol
         if not np.any(active) or it >= max_iter:

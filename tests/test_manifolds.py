@@ -200,3 +200,19 @@ def test_check_point_rejects_bad_input(manifold):
             bad = p * 1.5 if not hasattr(m, "n") else p + np.triu(np.ones(m.point_shape), 1)
             m.check_point(bad)
     m.check_point(p)
+
+
+@pytest.mark.parametrize("kind", ["sphere", "hyperboloid"])
+def test_angle_ratio_as_function_of_cosine(kind):
+    """theta/sin(theta) from c = cos(theta) (theta/sinh(theta) from c = cosh(theta)) matches the
+    direct ratio on both sides of the series threshold, down to theta = 1e-7 and at c = 1."""
+    from geodp.manifolds._special import acos_ratio, acosh_ratio
+
+    theta = np.concatenate([np.logspace(-7, 0, 300), [1e-2 * np.sqrt(2.0) * 0.99, 2.0, 3.0]])
+    if kind == "sphere":
+        got, ref = acos_ratio(np.cos(theta)), theta / np.sin(theta)
+        assert acos_ratio(1.0) == 1.0
+    else:
+        got, ref = acosh_ratio(np.cosh(theta)), theta / np.sinh(theta)
+        assert acosh_ratio(1.0) == 1.0
+    assert np.max(np.abs(got / ref - 1.0)) < 1e-14

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from conftest import MANIFOLDS, base_point, safe_radius
-from geodp.manifolds import SPD, Euclidean, Sphere
+from geodp.manifolds import SPD, Euclidean, KendallShape, Sphere
 from geodp.manifolds import _matrix as mx
 from geodp.statistics import NonUniqueMeanWarning, frechet_mean, uniqueness_radius
 
@@ -91,3 +91,20 @@ def test_mean_log_equals_weighted_sum_of_logs(name):
     expected = np.sum(w.reshape(w.shape + (1,) * len(m.point_shape)) * m.log(
         np.expand_dims(p, 1), x), axis=1)
     assert np.allclose(m.mean_log(p, x, w), expected, atol=1e-12)
+
+
+def test_kendall_mean_ignores_rotations_of_the_data():
+    """Rotating each configuration leaves the shape mean unchanged, and the Procrustes start
+    (the data aligned to the first configuration, averaged) saves iterations over starting at
+    the first configuration."""
+    m = KendallShape(8)
+    rng = np.random.default_rng(5)
+    x = m.random_ball(base_point(m), 0.3, 200, rng)
+    angle = rng.uniform(-np.pi, np.pi, 200)
+    rot = np.stack([np.stack([np.cos(angle), -np.sin(angle)], -1),
+                    np.stack([np.sin(angle), np.cos(angle)], -1)], -2)
+    rotated = np.einsum("nij,nkj->nki", rot, x)
+    a, b = frechet_mean(m, x), frechet_mean(m, rotated)
+    assert a.converged and b.converged
+    assert m.dist(a.mean, b.mean) < 1e-9
+    assert b.iterations < frechet_mean(m, rotated, init=rotated[0]).iterations

@@ -56,7 +56,9 @@ class Hyperbolic(Manifold):
         e = np.expm1(t)
         half = 0.5 / (1.0 + e)
         sinhc_t = np.divide(e * ((e + 2.0) * half), t, out=np.ones_like(t), where=t > 0)
-        return (1.0 + e * (e * half))[..., None] * p + sinhc_t[..., None] * v
+        out = p * (1.0 + e * (e * half))[..., None]
+        out += sinhc_t[..., None] * v
+        return out
 
     def _cosh_minus_one(self, p: Array, q: Array) -> tuple[Array, Array]:
         """d = q - p and s = cosh(rho/R) - 1: |q - p|_L^2 / (2R^2) for close points, where
@@ -73,12 +75,14 @@ class Hyperbolic(Manifold):
     @threaded
     def log(self, p: Array, q: Array) -> Array:
         """Log_p(q) = theta/sinh(theta) (q - cosh(theta) p) = theta/sinh(theta) (q - p - s p),
-        s = cosh(theta) - 1 and sinh(theta) = sqrt(s (s + 2))."""
+        s = cosh(theta) - 1, sinh(theta) = sqrt(s (s + 2)), theta = log1p(s + sinh(theta))."""
         d, s = self._cosh_minus_one(p, q)
-        theta = acosh1p(s)
         sinh = np.sqrt(s * (s + 2.0))
+        theta = np.log1p(s + sinh)
         ratio = np.divide(theta, sinh, out=np.ones_like(theta), where=sinh > 0)
-        return ratio[..., None] * d - (ratio * s)[..., None] * p
+        out = p * (-ratio * s)[..., None]
+        out += ratio[..., None] * d
+        return out
 
     def mean_log(self, p: Array, x: Array, weights: Array) -> Array:
         p = np.asarray(p, dtype=float)

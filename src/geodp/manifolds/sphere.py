@@ -11,16 +11,13 @@ from .base import Array, Manifold, rowdot, space_form_mean_log, weighted_sum
 _dot = rowdot
 
 
-def _half_angle_sin2(p: Array, q: Array, radius: float) -> tuple[Array, Array]:
-    """d = q - p and s2 = sin^2(theta/2) = |q - p|^2 / (4R^2), theta the angle between p and q."""
+def _tan_half_angle(p: Array, q: Array, radius: float) -> tuple[Array, Array]:
+    """d = q - p and t = tan(theta/2) = |q - p| / |q + p| (with |q + p|^2 = 4R^2 - |q - p|^2),
+    theta the angle between p and q: theta = 2 arctan(t) is accurate at every angle."""
     d = np.asarray(q, dtype=float) - p
-    return d, np.minimum(_dot(d, d) / (4.0 * radius**2), 1.0)
-
-
-def _angle_from_sin2(s2: Array) -> Array:
-    """theta = 2 arctan(sin(theta/2) / cos(theta/2)): accurate at every angle, one arctan."""
+    chord2 = _dot(d, d)
     with np.errstate(divide="ignore"):
-        return 2.0 * np.arctan(np.sqrt(s2 / (1.0 - s2)))
+        return d, np.sqrt(chord2 / np.maximum(4.0 * radius**2 - chord2, 0.0))
 
 
 class Sphere(Manifold):
@@ -63,26 +60,24 @@ class Sphere(Manifold):
         tau = np.tan(0.5 * t)
         den = 1.0 / (1.0 + tau * tau)
         sinc_t = np.divide(2.0 * tau * den, t, out=np.ones_like(t), where=t > 0)
-        return ((1.0 - tau * tau) * den)[..., None] * p + sinc_t[..., None] * v
+        out = p * ((1.0 - tau * tau) * den)[..., None]
+        out += sinc_t[..., None] * v
+        return out
 
     @threaded
     def dist(self, p: Array, q: Array) -> Array:
-        """R theta = 2R arctan(|q - p| / |q + p|), with |q + p|^2 = 4R^2 - |q - p|^2."""
-        d = np.asarray(q, dtype=float) - p
-        chord2 = _dot(d, d)
-        with np.errstate(divide="ignore"):
-            tan_half = np.sqrt(chord2 / np.maximum(4.0 * self.radius**2 - chord2, 0.0))
-        return 2.0 * self.radius * np.arctan(tan_half)
+        return 2.0 * self.radius * np.arctan(_tan_half_angle(p, q, self.radius)[1])
 
     @threaded
     def log(self, p: Array, q: Array) -> Array:
-        """Log_p(q) = theta/sin(theta) (q - cos(theta) p), with s2 = sin^2(theta/2):
-        q - cos(theta) p = (q - p) + 2 s2 p and sin(theta) = 2 sqrt(s2 (1 - s2))."""
-        d, s2 = _half_angle_sin2(p, q, self.radius)
-        theta = _angle_from_sin2(s2)
-        sin_theta = 2.0 * np.sqrt(s2 * (1.0 - s2))
-        ratio = np.divide(theta, sin_theta, out=np.ones_like(theta), where=sin_theta > 0)
-        return ratio[..., None] * d + (2.0 * ratio * s2)[..., None] * p
+        """Log_p(q) = theta/sin(theta) (q - p) + theta/sin(theta) (1 - cos(theta)) p; with
+        t = tan(theta/2) the first factor is arctan(t) (1 + t^2)/t, the second 2 t arctan(t)."""
+        d, t = _tan_half_angle(p, q, self.radius)
+        half = np.arctan(t)
+        ratio = np.divide(half * (1.0 + t * t), t, out=np.ones_like(t), where=t > 0)
+        out = p * (2.0 * t * half)[..., None]
+        out += ratio[..., None] * d
+        return out
 
     def mean_log(self, p: Array, x: Array, weights: Array) -> Array:
         p = np.asarray(p, dtype=float)

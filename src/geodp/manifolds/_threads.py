@@ -52,7 +52,7 @@ def _run_blocks(task: Callable[[int, int], object], size: int, rows: int) -> lis
     """task(lo, hi) over consecutive blocks of ``rows`` rows covering range(size), in order."""
     bounds = list(range(0, size, max(1, rows))) + [size]
     workers = thread_count()
-    if workers < 2:
+    if workers < 2 or len(bounds) == 2:
         return [task(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
 
     def run(lo: int, hi: int) -> object:

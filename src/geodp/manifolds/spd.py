@@ -114,8 +114,7 @@ class AffineInvariantSPD(SPD):
         """L (sum_i w_i logm(L^-1 X_i L^-T)) L^T: the sum is taken before mapping back."""
         l, linv = self._factor(p)
         logs = mx.funcm(self._whiten(np.expand_dims(linv, -3), x), np.log)
-        s = np.sum(np.asarray(weights, dtype=float)[..., None, None] * logs, axis=-3)
-        return mx.congruence(l, s, lower=True)
+        return mx.congruence(l, weighted_sum(logs, weights, 2), lower=True)
 
     @threaded
     def dist(self, p: Array, q: Array) -> Array:
@@ -187,12 +186,6 @@ class LogEuclideanSPD(SPD):
         return mx.frechet_derivative(u, g, mx.sym(v))
 
     @staticmethod
-    def _dexp_at_log(p: Array, s: Array) -> Array:
-        """D exp_{log P}[S], the inverse of D log_P."""
-        w, u = mx.eigh(p)
-        return mx.frechet_derivative(u, mx.divided_differences_exp(np.log(w)), s)
-
-    @staticmethod
     def _in_basis(u: Array, x: Array) -> Array:
         return mx.congruence(np.swapaxes(u, -1, -2), x)
 
@@ -205,22 +198,24 @@ class LogEuclideanSPD(SPD):
         inner[..., idx, idx] += np.log(w)
         return mx.funcm(mx.congruence(u, inner), np.exp)
 
-    def _dexp_from(self, p: Array, target: Array, weight: Array | float) -> Array:
-        """D exp_{logm P}[target - weight logm P], computed in the eigenbasis U of P."""
+    def _dexp_at_log(self, p: Array, s: Array, minus: Array | float | None = None) -> Array:
+        """D exp_{logm P}[S - minus logm P] (D exp_{logm P} is the inverse of D log_P), computed in
+        the eigenbasis U of P, where logm P is diagonal."""
         w, u = mx.eigh(p)
-        diff = self._in_basis(u, target)
-        idx = np.arange(self.n)
-        diff[..., idx, idx] -= np.asarray(weight)[..., None] * np.log(w)
+        diff = self._in_basis(u, s)
+        if minus is not None:
+            idx = np.arange(self.n)
+            diff[..., idx, idx] -= np.asarray(minus)[..., None] * np.log(w)
         return mx.congruence(u, mx.divided_differences_exp(np.log(w)) * diff)
 
     @threaded
     def log(self, p: Array, q: Array) -> Array:
         """Log_P(Q) = D exp_{logm P}[logm Q - logm P]."""
-        return self._dexp_from(p, mx.funcm(q, np.log), 1.0)
+        return self._dexp_at_log(p, mx.funcm(q, np.log), 1.0)
 
     def mean_log(self, p: Array, x: Array, weights: Array) -> Array:
         """D exp_{logm P}[sum_i w_i logm X_i - (sum_i w_i) logm P]: one matrix logarithm per point."""
-        return self._dexp_from(p, weighted_sum(mx.funcm(x, np.log), weights, 2), np.sum(weights, axis=-1))
+        return self._dexp_at_log(p, weighted_sum(mx.funcm(x, np.log), weights, 2), np.sum(weights, axis=-1))
 
     @threaded
     def dist(self, p: Array, q: Array) -> Array:

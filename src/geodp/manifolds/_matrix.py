@@ -11,6 +11,7 @@ from functools import reduce
 
 import numpy as np
 
+from ._special import cosh_sinhc, sinhc
 from ._threads import split_batch
 
 Array = np.ndarray
@@ -220,10 +221,9 @@ def _funcm_2x2(a: Array, f: Callable[[Array], Array]) -> Array | None:
     m, h = 0.5 * (ent[0, 0] + ent[1, 1]), 0.5 * (ent[0, 0] - ent[1, 1])
     r = np.hypot(h, b)
     if f is np.exp:
-        em = np.expm1(r)
-        e, half = np.exp(m), 0.5 / (1.0 + em)
-        s = e * (1.0 + em * (em * half))
-        g = e * np.divide(em * ((em + 2.0) * half), r, out=np.ones_like(r), where=r > 0)
+        cosh_r, sinhc_r = cosh_sinhc(r)
+        e = np.exp(m)
+        s, g = e * cosh_r, e * sinhc_r
     elif f is np.log:
         z = r / m
         s = np.log(m) + 0.5 * np.log1p(-z * z)
@@ -393,8 +393,6 @@ def divided_differences_log(w: Array) -> Array:
 
 def divided_differences_exp(s: Array) -> Array:
     """Daleckii-Krein matrix of exp: (e^a - e^b)/(a - b) = e^((a+b)/2) sinh(d)/d, d = (a-b)/2."""
-    from ._special import sinhc
-
     return _pairwise(s, np.exp(s), lambda a, b: np.exp(0.5 * (a + b)) * sinhc(0.5 * (a - b)))
 
 

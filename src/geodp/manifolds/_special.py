@@ -57,6 +57,15 @@ def acosh_ratio(c: np.ndarray) -> np.ndarray:
                     lambda s: 1.0 - s * (1.0 / 3.0 - s * (2.0 / 15.0 - s * 2.0 / 35.0)))
 
 
+def cosh_sinhc(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(cosh t, sinh(t)/t) from one e = expm1(t): cosh t = 1 + e^2 / (2(1 + e)) and
+    sinh t = e (e + 2) / (2(1 + e)), accurate near 0 (sinh(t)/t = 1 at t = 0)."""
+    t = np.asarray(t, dtype=float)
+    e = np.expm1(t)
+    half = 0.5 / (1.0 + e)
+    return 1.0 + e * (e * half), np.divide(e * ((e + 2.0) * half), t, out=np.ones_like(t), where=t != 0)
+
+
 def acosh1p(s: np.ndarray) -> np.ndarray:
     """arccosh(1 + s) for s >= 0, accurate for small s: log1p(s + sqrt(s (s + 2)))."""
     return np.log1p(s + np.sqrt(s * (s + 2.0)))

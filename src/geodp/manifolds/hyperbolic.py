@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._special import acosh1p, acosh_ratio, log_sinhc
+from ._special import acosh1p, acosh_ratio, cosh_sinhc, log_sinhc
 from ._threads import threaded
 from .base import Array, Manifold, rowdot, space_form_mean_log, weighted_sum
 
@@ -50,13 +50,9 @@ class Hyperbolic(Manifold):
 
     @threaded
     def exp(self, p: Array, v: Array) -> Array:
-        """Exp_p(v) = cosh(t) p + sinhc(t) v, t = |v|/R, both from e = expm1(t):
-        cosh t = 1 + e^2 / (2(1 + e)), sinh t = e (e + 2) / (2(1 + e))."""
-        t = np.sqrt(np.maximum(minkowski(v, v), 0.0)) / self.radius
-        e = np.expm1(t)
-        half = 0.5 / (1.0 + e)
-        sinhc_t = np.divide(e * ((e + 2.0) * half), t, out=np.ones_like(t), where=t > 0)
-        out = p * (1.0 + e * (e * half))[..., None]
+        """Exp_p(v) = cosh(t) p + sinhc(t) v, t = |v|/R, both from one expm1."""
+        cosh_t, sinhc_t = cosh_sinhc(np.sqrt(np.maximum(minkowski(v, v), 0.0)) / self.radius)
+        out = p * cosh_t[..., None]
         out += sinhc_t[..., None] * v
         return out
 

@@ -8,14 +8,12 @@ from ._special import acos_ratio, sinc
 from ._threads import threaded
 from .base import Array, Manifold, rowdot, space_form_mean_log, weighted_sum
 
-_dot = rowdot
-
 
 def _tan_half_angle(p: Array, q: Array, radius: float) -> tuple[Array, Array]:
     """d = q - p and t = tan(theta/2) = |q - p| / |q + p| (with |q + p|^2 = 4R^2 - |q - p|^2),
     theta the angle between p and q: theta = 2 arctan(t) is accurate at every angle."""
     d = np.asarray(q, dtype=float) - p
-    chord2 = _dot(d, d)
+    chord2 = rowdot(d, d)
     with np.errstate(divide="ignore"):
         return d, np.sqrt(chord2 / np.maximum(4.0 * radius**2 - chord2, 0.0))
 
@@ -50,13 +48,13 @@ class Sphere(Manifold):
         return float(np.pi * self.radius)
 
     def inner(self, p: Array, u: Array, v: Array) -> Array:
-        return _dot(u, v)
+        return rowdot(u, v)
 
     @threaded
     def exp(self, p: Array, v: Array) -> Array:
         """Exp_p(v) = cos(t) p + sinc(t) v, t = |v|/R, both from tau = tan(t/2):
         cos t = (1 - tau^2)/(1 + tau^2), sin t = 2 tau/(1 + tau^2)."""
-        t = np.sqrt(_dot(v, v)) / self.radius
+        t = np.sqrt(rowdot(v, v)) / self.radius
         tau = np.tan(0.5 * t)
         den = 1.0 / (1.0 + tau * tau)
         sinc_t = np.divide(2.0 * tau * den, t, out=np.ones_like(t), where=t > 0)
@@ -87,14 +85,14 @@ class Sphere(Manifold):
     def karcher_start(self, x: Array, weights: Array) -> Array:
         """The extrinsic mean R y/|y|, y = sum_i w_i x_i (the first data point where |y| ~ 0)."""
         y = weighted_sum(x, weights, 1)
-        size = np.sqrt(_dot(y, y))[..., None]
+        size = np.sqrt(rowdot(y, y))[..., None]
         ok = size > 1e-6 * self.radius
         return np.where(ok, self.radius * y / np.where(ok, size, 1.0), np.take(x, 0, axis=-2))
 
     def transport(self, p: Array, q: Array, v: Array) -> Array:
         """Gamma(v) = v - <q, v> / (R^2 + <p, q>) (p + q)."""
         p = np.asarray(p, dtype=float)
-        coef = _dot(q, v) / (self.radius**2 + _dot(p, q))
+        coef = rowdot(q, v) / (self.radius**2 + rowdot(p, q))
         return v - coef[..., None] * (p + q)
 
     def project(self, x: Array) -> Array:
@@ -103,7 +101,7 @@ class Sphere(Manifold):
 
     def to_tangent(self, p: Array, x: Array) -> Array:
         p = np.asarray(p, dtype=float)
-        return x - (_dot(p, x) / self.radius**2)[..., None] * p
+        return x - (rowdot(p, x) / self.radius**2)[..., None] * p
 
     def egrad_to_rgrad(self, p: Array, g: Array) -> Array:
         return self.to_tangent(p, g)
@@ -113,18 +111,18 @@ class Sphere(Manifold):
         u = np.asarray(p, dtype=float) / self.radius
         w = u.copy()
         w[..., 0] += np.where(u[..., 0] >= 0, 1.0, -1.0)
-        return w, 2.0 / _dot(w, w)
+        return w, 2.0 / rowdot(w, w)
 
     def to_coords(self, p: Array, v: Array) -> Array:
         """Coordinates in the basis of columns 1..dim of the Householder reflection H(p)."""
         w, beta = self._householder(p)
-        hv = v - (beta * _dot(w, v))[..., None] * w
+        hv = v - (beta * rowdot(w, v))[..., None] * w
         return hv[..., 1:]
 
     def from_coords(self, p: Array, c: Array) -> Array:
         w, beta = self._householder(p)
         c = np.asarray(c, dtype=float)
-        wc = _dot(w[..., 1:], c)
+        wc = rowdot(w[..., 1:], c)
         shape = np.broadcast_shapes(w.shape, c.shape[:-1] + (self.dim + 1,))
         out = np.zeros(shape)
         out[..., 1:] = c
@@ -132,7 +130,7 @@ class Sphere(Manifold):
 
     def volume_density(self, p: Array, v: Array) -> Array:
         """(sin(|v|/R) / (|v|/R))^(dim-1): Jacobi fields sin(sqrt(k) t)/sqrt(k) orthogonal to v."""
-        t = np.sqrt(_dot(v, v)) / self.radius
+        t = np.sqrt(rowdot(v, v)) / self.radius
         return sinc(t) ** (self.dim - 1)
 
     def _point_defect(self, x: Array) -> Array:
@@ -142,4 +140,4 @@ class Sphere(Manifold):
         return f" (points must have Euclidean norm {self.radius:g})"
 
     def _tangent_defect(self, p: Array, v: Array) -> Array:
-        return np.abs(_dot(p, v)) / self.radius
+        return np.abs(rowdot(p, v)) / self.radius

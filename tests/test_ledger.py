@@ -79,6 +79,15 @@ def _start_writer(path, step):
     return proc
 
 
+def _rest_of_output(proc, timeout=120.0):
+    """Everything the writer prints after the lines already read, through the same buffered
+    text stream (``communicate`` would read the raw pipe and miss what ``readline`` buffered)."""
+    out = proc.stdout.read()
+    proc.stdout.close()
+    proc.wait(timeout=timeout)
+    return out
+
+
 def test_sigkill_at_random_points_never_loses_or_corrupts(tmp_path):
     path = tmp_path / "kill.db"
     BudgetLedger(path, total_epsilon=1e6)
@@ -90,7 +99,7 @@ def test_sigkill_at_random_points_never_loses_or_corrupts(tmp_path):
         assert first.isdigit()                  # kill at a random point of the following ones
         time.sleep(rng.uniform(0.0, 0.3))
         proc.send_signal(signal.SIGKILL)
-        out, _ = proc.communicate()
+        out = _rest_of_output(proc)
         acknowledged += 1 + sum(1 for line in out.split() if line.isdigit())
         ledger = BudgetLedger(path)
         assert ledger.integrity_ok()
@@ -106,7 +115,7 @@ def test_concurrent_processes_cannot_jointly_overspend(tmp_path):
     path = tmp_path / "race.db"
     BudgetLedger(path, total_epsilon=1.0)
     procs = [_start_writer(path, 0.3) for _ in range(6)]
-    outs = [p.communicate(timeout=120)[0] for p in procs]
+    outs = [_rest_of_output(p) for p in procs]
     granted = sum(1 for out in outs for line in out.split() if line.isdigit())
     assert granted == 3
     assert all("exhausted" in out for out in outs)

@@ -98,6 +98,8 @@ def rdp_to_approx(orders: np.ndarray, rdp: np.ndarray, delta: float) -> tuple[fl
 
     eps = min_alpha r(alpha) + log((alpha-1)/alpha) - (log delta + log alpha)/(alpha-1)
     (Balle et al. 2020, Thm 21; Canonne, Kamath & Steinke 2020, Prop. 12). Orders must exceed 1.
+    Where r(alpha) <= -log(1 - delta^2) the mechanism is (0, delta)-DP: the KL divergence is at
+    most r(alpha), and total variation <= sqrt(1 - e^(-KL)) <= delta (Bretagnolle-Huber).
     """
     orders = np.asarray(orders, dtype=float)
     rdp = np.asarray(rdp, dtype=float)
@@ -105,6 +107,7 @@ def rdp_to_approx(orders: np.ndarray, rdp: np.ndarray, delta: float) -> tuple[fl
         raise ValueError("RDP orders must be > 1")
     log_delta = np.log(check_delta(delta))
     eps = rdp + np.log1p(-1.0 / orders) - (log_delta + np.log(orders)) / (orders - 1.0)
+    eps = np.where(rdp <= -np.log1p(-delta * delta), 0.0, eps)
     i = int(np.nanargmin(eps))
     return max(float(eps[i]), 0.0), float(orders[i])
 

@@ -8,7 +8,7 @@ from scipy import integrate, stats
 
 from geodp.privacy import (GDP, RDP, ApproxDP, PureDP, RDPAccountant, ZCDP, analytic_gaussian_sigma,
                            classic_gaussian_sigma, compose, compose_gdp, gdp_delta, gdp_epsilon,
-                           gdp_sigma, gdp_to_pure_equivalent, laplace_scale, noise_multiplier_for,
+                           gdp_sigma, gdp_to_pure_equivalent, laplace_scale,
                            pure_to_gdp, rdp_sigma, subsampled_gaussian_rdp)
 from geodp.privacy.rdp import ORDERS, _poisson_integer
 
@@ -75,12 +75,11 @@ def test_simple_calibrations():
         laplace_scale(0.0)
 
 
-@pytest.mark.parametrize("z,q,steps,ref", [(1.1, 0.01, 1000, 1.712), (2.0, 0.1, 1000, 8.94)])
+@pytest.mark.parametrize("z,q,steps,ref", [(1.1, 0.01, 1000, 1.71177017), (2.0, 0.1, 1000, 8.94695680)])
 def test_rdp_accountant_poisson_reference(z, q, steps, ref):
+    # dp-accounting's RDP values; ours are exact at every order, so never above them
     eps = RDPAccountant().compose_gaussian(z, steps=steps, sample_rate=q).epsilon(1e-5)
-    # conservative by design: never below the reference, at most 2% above (fractional orders
-    # are bounded by the chord of the convex log-moment instead of a truncated series)
-    assert ref * 0.999 <= eps <= ref * 1.02
+    assert ref * 0.99 <= eps <= ref * (1 + 1e-8)
 
 
 def test_rdp_full_batch_reference_and_gdp():
@@ -110,15 +109,6 @@ def test_poisson_integer_rdp_equals_quadrature(alpha, q, z):
     assert _poisson_integer(q, z, alpha) == pytest.approx(val / (alpha - 1), rel=1e-8)
 
 
-def test_fractional_orders_are_upper_bounds_of_convex_log_moment():
-    q, z = 0.05, 1.0
-    curve = subsampled_gaussian_rdp(z, q)
-    integer = np.isclose(ORDERS, np.round(ORDERS))
-    frac = (ORDERS > 2) & ~integer
-    for a in ORDERS[frac][::7]:
-        assert curve[ORDERS == a][0] >= log_moment_by_quadrature(q, z, a) / (a - 1) - 1e-12
-
-
 def test_without_replacement_bound_is_monotone_and_valid():
     a = subsampled_gaussian_rdp(1.0, 0.01, "without_replacement")
     b = subsampled_gaussian_rdp(2.0, 0.01, "without_replacement")
@@ -127,12 +117,6 @@ def test_without_replacement_bound_is_monotone_and_valid():
     assert np.all(a <= full + 1e-12)
     with pytest.raises(ValueError, match="batch size"):
         RDPAccountant().compose_gaussian(1.0, 1, 0.0105, "without_replacement", n=1000)
-
-
-def test_noise_multiplier_for_is_tight_and_valid():
-    z = noise_multiplier_for(2.0, 1e-5, sample_rate=0.01, steps=500)
-    assert RDPAccountant().compose_gaussian(z, 500, 0.01).epsilon(1e-5) <= 2.0
-    assert RDPAccountant().compose_gaussian(z * (1 - 1e-4), 500, 0.01).epsilon(1e-5) > 2.0
 
 
 def test_composition_rules():
@@ -163,7 +147,7 @@ def test_against_dp_accounting():
         theirs.compose(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(z)), steps)
         ref = theirs.get_epsilon(1e-5)
         ours = RDPAccountant().compose_gaussian(z, steps, q).epsilon(1e-5)
-        assert ref * (1 - 1e-3) <= ours <= ref * 1.02
+        assert ref * 0.9 <= ours <= ref * (1 + 1e-9)
         integer_orders = np.arange(2.0, 257.0)
         theirs = dpa_rdp.RdpAccountant(list(integer_orders))
         theirs.compose(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(z)), steps)

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import warnings
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -136,8 +137,7 @@ def cmd_release_mean(args: argparse.Namespace) -> None:
                                    rng=args.seed, restrict=args.restrict, delta=args.delta,
                                    mu=args.mu, rdp=rdp, footpoint=footpoint,
                                    tangent_sensitivity=args.tangent_sensitivity,
-                                   footpoint_budget=args.footpoint_budget,
-                                   ledger_delta=args.ledger_delta)
+                                   footpoint_budget=args.footpoint_budget)
     except (ValueError, BudgetExceededError) as exc:
         raise SystemExit(f"error: {exc}") from exc
     emit({"manifold": repr(manifold), "data": args.data, "radius": radius,
@@ -165,13 +165,24 @@ def cmd_budget(args: argparse.Namespace) -> None:
         except FileNotFoundError as exc:
             raise SystemExit(str(exc)) from exc
     eps, delta = ledger.spent()
+    basic_eps, basic_delta = ledger.spent_basic()
     out = {"ledger": str(args.ledger), "total_epsilon": ledger.total_epsilon,
            "total_delta": ledger.total_delta, "spent_epsilon": eps, "spent_delta": delta,
            "remaining_epsilon": ledger.total_epsilon - eps,
-           "remaining_delta": ledger.total_delta - delta}
+           "remaining_delta": ledger.total_delta - delta,
+           "composition": "tightest of RDP, GDP, privacy loss distributions and basic",
+           "basic_composition": {"spent_epsilon": basic_eps, "spent_delta": basic_delta}}
     if args.action == "history":
-        out["entries"] = ledger.history()
+        out["entries"] = [{**e, "reserved_at": _iso(e["reserved_at"]), "done_at": _iso(e["done_at"])}
+                          for e in ledger.history()]
     emit(out)
+
+
+def _iso(timestamp: float | None) -> str | None:
+    """A Unix time as an ISO 8601 UTC timestamp."""
+    if timestamp is None:
+        return None
+    return datetime.fromtimestamp(timestamp, tz=timezone.utc).isoformat(timespec="milliseconds")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -210,8 +221,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="share of the budget spent on a private footpoint (default 0.1)")
     p.add_argument("--tangent-sensitivity", type=float,
                    help="a proven bound on |Log_p0 f(D) - Log_p0 f(D')| (default: Delta)")
-    p.add_argument("--ledger-delta", type=float,
-                   help="delta at which a GDP/RDP release is charged to the ledger")
     p.add_argument("--center", help="public center of the data ball: 'identity', JSON or .npy")
     p.add_argument("--radius", type=float, help="public radius of the data ball")
     p.add_argument("--clip", action="store_true", help="move points outside the ball onto it")

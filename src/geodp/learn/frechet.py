@@ -64,18 +64,6 @@ def split_guarantee(g: Guarantee, fraction: float) -> tuple[float, Guarantee]:
     return max(b, math.sqrt(2 * b / alpha)), RDP([alpha], [(1 - fraction) * eps])
 
 
-def ledger_cost(g: Guarantee, ledger_delta: float | None) -> tuple[float, float]:
-    """The (epsilon, delta) charged to a budget ledger for guarantee ``g``."""
-    if isinstance(g, PureDP):
-        return g.epsilon, 0.0
-    if isinstance(g, ApproxDP):
-        return g.epsilon, g.delta
-    if ledger_delta is None:
-        raise ValueError(f"a {g.describe()} release is charged to the ledger as (epsilon, delta): "
-                         f"pass ledger_delta, the delta at which to state it")
-    return g.to_approx(ledger_delta).epsilon, ledger_delta
-
-
 def equivalents(g: Guarantee) -> dict[str, str]:
     if isinstance(g, PureDP):
         return {"GDP": g.to_gdp().describe()}
@@ -120,8 +108,7 @@ def private_frechet_mean(points: Array, manifold: Manifold, epsilon: float | Non
                          restrict: bool = False, delta: float | None = None,
                          mu: float | None = None, rdp: tuple[float, float] | None = None,
                          footpoint: Array | str | None = None,
-                         tangent_sensitivity: float | None = None, footpoint_budget: float = 0.1,
-                         ledger_delta: float | None = None) -> Release:
+                         tangent_sensitivity: float | None = None, footpoint_budget: float = 0.1) -> Release:
     """A differentially private Fréchet mean of data in the public ball B_radius(center).
 
     Mechanisms:
@@ -137,8 +124,8 @@ def private_frechet_mean(points: Array, manifold: Manifold, epsilon: float | Non
       (default: Delta, valid because Log_p0 is 1-Lipschitz on Hadamard manifolds).
 
     ``center`` and ``radius`` must not depend on the data; neighbouring data sets differ in one
-    record (n is public). With a ``ledger`` the cost is reserved before any randomness is drawn;
-    GDP and RDP releases are charged at ``ledger_delta``.
+    record (n is public). With a ``ledger`` the release's guarantee is reserved before any
+    randomness is drawn; the ledger composes it tightly with the other entries.
     """
     target = target_guarantee(mechanism, epsilon, delta, mu, rdp)
     if center is None or radius is None:
@@ -192,8 +179,7 @@ def private_frechet_mean(points: Array, manifold: Manifold, epsilon: float | Non
         name = "exponential-wrapped Gaussian"
     reservation = None
     if ledger is not None:
-        reservation = ledger.reserve(*ledger_cost(target, ledger_delta),
-                                     label=f"Fréchet mean ({mechanism}, {target.describe()})")
+        reservation = ledger.reserve(target, label=f"Fréchet mean ({mechanism}, {target.describe()})")
     diagnostics = {"n": n, "clipped": clipped, "frechet_iterations": fit.iterations}
     exact = True
     if fp_mech is not None:

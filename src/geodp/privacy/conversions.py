@@ -37,7 +37,8 @@ def log_gdp_delta(mu: float, epsilon: float) -> float:
     a = -epsilon / mu + mu / 2.0
     b = -epsilon / mu - mu / 2.0
     la, lb = special.log_ndtr(a), special.log_ndtr(b)
-    return float(la + np.log1p(-np.exp(min(epsilon + lb - la, 0.0))))
+    with np.errstate(divide="ignore"):
+        return float(la + np.log1p(-np.exp(min(epsilon + lb - la, 0.0))))
 
 
 def gdp_delta(mu: float, epsilon: float) -> float:
@@ -45,35 +46,53 @@ def gdp_delta(mu: float, epsilon: float) -> float:
     return float(np.exp(log_gdp_delta(mu, epsilon)))
 
 
+#: Calibrations solve delta_mu(eps) = delta (1 - SAFETY): above the double-precision error of
+#: ``log_gdp_delta`` (at most 4e-11 relative, at small eps and delta = 1e-30, where
+#: 1 - e^(eps + log Phi(b) - log Phi(a)) cancels), so the delta of a returned value, evaluated
+#: exactly, never exceeds the target.
+SAFETY = 1e-9
+
+
+def _safe_root(g, lo: float, hi: float, upward: bool) -> float:
+    """A root of g (g(lo) and g(hi) of opposite signs) moved until g <= 0 holds in double
+    precision: upward (towards hi) or downward (towards lo)."""
+    x = optimize.brentq(g, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
+    ulp = 1
+    while g(x) > 0:
+        x = x * (1 + ulp * np.finfo(float).eps) if upward else x * (1 - ulp * np.finfo(float).eps)
+        ulp *= 2
+    return float(x)
+
+
 def gdp_epsilon(mu: float, delta: float) -> float:
     """Smallest epsilon >= 0 with delta_mu(epsilon) <= delta: the inverse of ``gdp_delta``.
 
-    delta_mu is strictly decreasing in epsilon; solved in log space by Brent's method.
+    delta_mu is strictly decreasing in epsilon; solved in log space by Brent's method, then moved
+    up until delta_mu(eps) <= delta (1 - SAFETY) in double precision.
     """
     mu = check_positive("mu", mu)
-    log_delta = np.log(check_delta(delta))
+    log_delta = np.log(check_delta(delta)) + np.log1p(-SAFETY)
     if log_gdp_delta(mu, 0.0) <= log_delta:
         return 0.0
     hi = max(1.0, mu * mu)
     while log_gdp_delta(mu, hi) > log_delta:
         hi *= 2.0
-    return float(optimize.brentq(lambda e: log_gdp_delta(mu, e) - log_delta, 0.0, hi,
-                                 xtol=1e-14, rtol=4 * np.finfo(float).eps, maxiter=500))
+    return _safe_root(lambda e: log_gdp_delta(mu, e) - log_delta, 0.0, hi, upward=True)
 
 
 def gdp_mu(epsilon: float, delta: float) -> float:
-    """Largest mu such that mu-GDP implies (epsilon, delta)-DP (delta_mu(eps) = delta)."""
+    """Largest mu such that mu-GDP implies (epsilon, delta)-DP (delta_mu(eps) = delta), moved down
+    until delta_mu(eps) <= delta (1 - SAFETY) in double precision."""
     epsilon = float(epsilon)
     if not (np.isfinite(epsilon) and epsilon >= 0):
         raise ValueError(f"epsilon must be finite and non-negative, got {epsilon}")
-    log_delta = np.log(check_delta(delta))
+    log_delta = np.log(check_delta(delta)) + np.log1p(-SAFETY)
     lo, hi = 1e-3, 1.0
     while log_gdp_delta(lo, epsilon) > log_delta:
         lo /= 2.0
     while log_gdp_delta(hi, epsilon) < log_delta:
         hi *= 2.0
-    return float(optimize.brentq(lambda m: log_gdp_delta(m, epsilon) - log_delta, lo, hi,
-                                 xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500))
+    return _safe_root(lambda m: log_gdp_delta(m, epsilon) - log_delta, lo, hi, upward=False)
 
 
 def pure_to_gdp(epsilon: float) -> float:

@@ -9,7 +9,8 @@ import numpy as np
 
 from .conversions import (check_delta, check_positive, gdp_epsilon, pure_to_gdp, pure_to_rdp,
                           rdp_to_approx)
-from .rdp import ORDERS
+from .pld import PLDAccountant
+from .rdp import ORDERS, SAMPLINGS, subsampled_gaussian_rdp
 
 
 class Guarantee:
@@ -19,6 +20,10 @@ class Guarantee:
         raise NotImplementedError
 
     def describe(self) -> str:
+        raise NotImplementedError
+
+    def as_dict(self) -> dict:
+        """The guarantee's numbers, with ``"notion"`` naming its class (see ``guarantee_from_dict``)."""
         raise NotImplementedError
 
 
@@ -43,6 +48,9 @@ class PureDP(Guarantee):
 
     def describe(self) -> str:
         return f"{self.epsilon:.6g}-DP"
+
+    def as_dict(self) -> dict:
+        return {"notion": "pure", "epsilon": self.epsilon, "delta": 0.0}
 
 
 @dataclass(frozen=True)
@@ -71,6 +79,9 @@ class ApproxDP(Guarantee):
     def describe(self) -> str:
         return f"({self.epsilon:.6g}, {self.delta:.3g})-DP"
 
+    def as_dict(self) -> dict:
+        return {"notion": "approx", "epsilon": self.epsilon, "delta": self.delta}
+
 
 @dataclass(frozen=True)
 class GDP(Guarantee):
@@ -91,6 +102,9 @@ class GDP(Guarantee):
     def describe(self) -> str:
         return f"{self.mu:.6g}-GDP"
 
+    def as_dict(self) -> dict:
+        return {"notion": "gdp", "mu": self.mu}
+
 
 @dataclass(frozen=True)
 class ZCDP(Guarantee):
@@ -109,6 +123,9 @@ class ZCDP(Guarantee):
 
     def describe(self) -> str:
         return f"{self.rho:.6g}-zCDP"
+
+    def as_dict(self) -> dict:
+        return {"notion": "zcdp", "rho": self.rho}
 
 
 @dataclass(frozen=True)
@@ -132,7 +149,15 @@ class RDP(Guarantee):
         object.__setattr__(self, "epsilons", eps)
 
     def to_rdp(self, orders: np.ndarray | None = None) -> "RDP":
-        return self
+        """This curve at ``orders`` (which must be among its own orders; all of them by default)."""
+        if orders is None:
+            return self
+        orders = np.asarray(orders, dtype=float)
+        pos = {float(a): i for i, a in enumerate(self.orders)}
+        missing = [a for a in orders.tolist() if a not in pos]
+        if missing:
+            raise ValueError(f"this RDP curve is not known at orders {missing[:5]}")
+        return RDP(orders, self.epsilons[[pos[a] for a in orders.tolist()]])
 
     def to_approx(self, delta: float) -> ApproxDP:
         return ApproxDP(rdp_to_approx(self.orders, self.epsilons, delta)[0], delta)
@@ -141,6 +166,88 @@ class RDP(Guarantee):
         if len(self.orders) == 1:
             return f"({self.orders[0]:.6g}, {self.epsilons[0]:.6g})-RDP"
         return f"RDP curve on {len(self.orders)} orders"
+
+    def as_dict(self) -> dict:
+        return {"notion": "rdp", "orders": self.orders.tolist(), "epsilons": self.epsilons.tolist()}
+
+
+@dataclass(frozen=True)
+class SubsampledGaussian(Guarantee):
+    """The guarantee of ``steps`` runs of the Gaussian mechanism with sigma = noise_multiplier *
+    sensitivity, each on a random subsample (rate ``sample_rate``; 1 = full batch).
+
+    It keeps the mechanism, not a conversion of it, so that it composes tightly: exact RDP at
+    every order (``subsampled_gaussian_rdp``) and, for Poisson sampling, a privacy loss
+    distribution; ``to_approx`` reports the smaller epsilon of the two (both are upper bounds).
+    """
+
+    noise_multiplier: float
+    sample_rate: float = 1.0
+    steps: int = 1
+    sampling: str = "poisson"
+
+    def __post_init__(self):
+        object.__setattr__(self, "noise_multiplier",
+                           check_positive("noise_multiplier", self.noise_multiplier))
+        q = float(self.sample_rate)
+        if not 0 < q <= 1:
+            raise ValueError(f"sample_rate must lie in (0, 1], got {self.sample_rate}")
+        object.__setattr__(self, "sample_rate", q)
+        if int(self.steps) != self.steps or self.steps < 1:
+            raise ValueError(f"steps must be a positive integer, got {self.steps}")
+        object.__setattr__(self, "steps", int(self.steps))
+        if self.sampling not in SAMPLINGS:
+            raise ValueError(f"sampling must be one of {SAMPLINGS}, got {self.sampling!r}")
+
+    @property
+    def has_pld(self) -> bool:
+        return self.sampling == "poisson"
+
+    def to_rdp(self, orders: np.ndarray = ORDERS) -> RDP:
+        curve = subsampled_gaussian_rdp(self.noise_multiplier, self.sample_rate, self.sampling,
+                                        orders)
+        return RDP(orders, self.steps * curve)
+
+    def to_gdp(self) -> GDP:
+        """Full batch only: T Gaussian steps of noise multiplier z are sqrt(T)/z-GDP."""
+        if self.sample_rate != 1.0:
+            raise ValueError("a subsampled Gaussian has no exact GDP equivalent")
+        return GDP(math.sqrt(self.steps) / self.noise_multiplier)
+
+    def to_approx(self, delta: float) -> ApproxDP:
+        check_delta(delta)
+        if self.sample_rate == 1.0:
+            return self.to_gdp().to_approx(delta)
+        eps = self.to_rdp().to_approx(delta).epsilon
+        if self.has_pld:
+            eps = min(eps, PLDAccountant().compose_gaussian(
+                self.noise_multiplier, self.steps, self.sample_rate).epsilon(delta))
+        return ApproxDP(eps, delta)
+
+    def describe(self) -> str:
+        batch = ("full batch" if self.sample_rate == 1.0 else
+                 f"{self.sampling.replace('_', ' ')} sampling at rate {self.sample_rate:.4g}")
+        return (f"{self.steps} Gaussian step(s), noise multiplier {self.noise_multiplier:.6g}, "
+                f"{batch}")
+
+    def as_dict(self) -> dict:
+        return {"notion": "subsampled_gaussian", "noise_multiplier": self.noise_multiplier,
+                "sample_rate": self.sample_rate, "steps": self.steps, "sampling": self.sampling}
+
+
+_NOTIONS = {"pure": PureDP, "approx": ApproxDP, "gdp": GDP, "zcdp": ZCDP, "rdp": RDP,
+            "subsampled_gaussian": SubsampledGaussian}
+
+
+def guarantee_from_dict(d: dict) -> Guarantee:
+    """The guarantee ``as_dict`` describes."""
+    d = dict(d)
+    cls = _NOTIONS.get(d.pop("notion", None))
+    if cls is None:
+        raise ValueError(f"unknown guarantee {d!r}")
+    if cls is PureDP:
+        d.pop("delta", None)
+    return cls(**d)
 
 
 def compose_pure(guarantees: list[PureDP]) -> PureDP:
@@ -153,13 +260,44 @@ def compose_gdp(guarantees: list[GDP]) -> GDP:
     return GDP(math.sqrt(math.fsum(g.mu**2 for g in guarantees)))
 
 
-def compose_rdp(guarantees: list[RDP]) -> RDP:
-    """RDP composes by adding curves order by order (Mironov 2017, Prop. 1)."""
-    orders = guarantees[0].orders
-    for g in guarantees[1:]:
-        if g.orders.shape != orders.shape or not np.allclose(g.orders, orders):
-            raise ValueError("RDP curves must share their orders to be composed")
-    return RDP(orders, np.sum([g.epsilons for g in guarantees], axis=0))
+def compose_rdp(guarantees: list[Guarantee]) -> RDP:
+    """RDP composes by adding curves order by order (Mironov 2017, Prop. 1).
+
+    Curves known only at some orders (``RDP`` values) restrict the composition to the orders they
+    share; every other guarantee is evaluated there.
+    """
+    fixed = [g for g in guarantees if isinstance(g, RDP)]
+    orders = ORDERS
+    if fixed:
+        common = set(fixed[0].orders.tolist())
+        for g in fixed[1:]:
+            common &= set(g.orders.tolist())
+        if not common:
+            raise ValueError("RDP curves must share at least one order to be composed")
+        orders = np.array(sorted(common))
+    return RDP(orders, np.sum([g.to_rdp(orders).epsilons for g in guarantees], axis=0))
+
+
+def _pld_parts(g: Guarantee) -> bool:
+    return isinstance(g, (PureDP, GDP)) or (isinstance(g, SubsampledGaussian) and g.has_pld)
+
+
+def compose_pld(guarantees: list[Guarantee], delta: float) -> float:
+    """Epsilon at ``delta`` of the composition by privacy loss distributions: pure epsilon-DP as
+    randomised response, mu-GDP as the Gaussian with sigma = 1/mu, Poisson-subsampled Gaussians
+    as themselves; equal parts are self-composed in one FFT."""
+    counts: dict[Guarantee, int] = {}
+    for g in guarantees:
+        counts[g] = counts.get(g, 0) + 1
+    acc = PLDAccountant()
+    for g, k in counts.items():
+        if isinstance(g, PureDP):
+            acc.compose_pure(g.epsilon, k)
+        elif isinstance(g, GDP):
+            acc.compose_gaussian(1.0 / g.mu, k)
+        else:
+            acc.compose_gaussian(g.noise_multiplier, k * g.steps, g.sample_rate)
+    return acc.epsilon(delta)
 
 
 def compose(guarantees: list[Guarantee], delta: float) -> ApproxDP:
@@ -167,9 +305,11 @@ def compose(guarantees: list[Guarantee], delta: float) -> ApproxDP:
 
     ApproxDP parts are composed by basic composition (their deltas are spent first); the rest is
     composed along every valid route and the smallest epsilon is reported:
-    (i) all as RDP curves on the common order grid (pure and GDP converted exactly as above);
-    (ii) if only pure and GDP parts: as GDP (pure eps -> mu via ``pure_to_gdp``);
-    (iii) basic composition of each part stated at an equal share of the remaining delta.
+    (i) as RDP curves (pure, GDP, zCDP and subsampled Gaussians converted exactly);
+    (ii) if only pure and GDP parts (and full-batch Gaussians): as GDP (pure eps -> mu via
+    ``pure_to_gdp``);
+    (iii) if only pure, GDP and Poisson-subsampled Gaussian parts: by privacy loss distributions;
+    (iv) basic composition of each part stated at an equal share of the remaining delta.
     """
     if not guarantees:
         raise ValueError("nothing to compose")
@@ -184,10 +324,18 @@ def compose(guarantees: list[Guarantee], delta: float) -> ApproxDP:
     if all(isinstance(g, PureDP) for g in rest):
         return ApproxDP(eps0 + compose_pure(rest).epsilon, max(delta - delta_left, 0.0))
     check_delta(delta_left)
-    candidates = [compose_rdp([g.to_rdp() for g in rest]).to_approx(delta_left).epsilon]
-    if all(isinstance(g, (PureDP, GDP)) for g in rest):
-        gdps = [g.to_gdp() if isinstance(g, PureDP) else g for g in rest]
+    candidates = []
+    try:
+        candidates.append(compose_rdp(rest).to_approx(delta_left).epsilon)
+    except ValueError:
+        pass
+    full_batch = [g.to_gdp() if isinstance(g, SubsampledGaussian) and g.sample_rate == 1.0 else g
+                  for g in rest]
+    if all(isinstance(g, (PureDP, GDP)) for g in full_batch):
+        gdps = [g.to_gdp() if isinstance(g, PureDP) else g for g in full_batch]
         candidates.append(compose_gdp(gdps).to_approx(delta_left).epsilon)
+    if all(_pld_parts(g) for g in rest):
+        candidates.append(compose_pld(rest, delta_left))
     share = delta_left / len(rest)
     candidates.append(math.fsum(g.to_approx(share).epsilon for g in rest))
     return ApproxDP(eps0 + min(candidates), delta)

@@ -3,18 +3,27 @@
 The ledger is an SQLite database in WAL mode with ``synchronous=FULL``: a committed reservation
 survives a crash or SIGKILL of the writer, and a torn write never corrupts it. Every
 reservation runs inside ``BEGIN IMMEDIATE``, which takes SQLite's write lock on the file, so
-concurrent processes are serialised and cannot jointly overspend. Spent budget is the basic
-composition (sums, computed with ``math.fsum``) of every entry, finished or not: a reservation
-whose release never completed still counts.
+concurrent processes are serialised and cannot jointly overspend.
+
+Each entry keeps the guarantee it was released under (pure, approximate, GDP, zCDP, an RDP curve
+or a subsampled Gaussian), not only an (epsilon, delta) pair. Spent budget is the tightest valid
+composition of every entry, finished or not (``guarantees.compose``: RDP, GDP, privacy loss
+distributions and basic composition, the smallest epsilon at the ledger's total delta); a
+reservation whose release never completed still counts. Twenty 0.5-GDP releases thus cost
+sqrt(20) * 0.5-GDP, not twenty times its (epsilon, delta). Ledgers written before guarantees
+were stored are migrated in place: their entries are read as (epsilon, delta)-DP.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from .guarantees import ApproxDP, Guarantee, PureDP, compose, guarantee_from_dict
 
 
 class BudgetExceededError(RuntimeError):
@@ -27,8 +36,7 @@ class Reservation:
 
     ledger: "BudgetLedger"
     entry_id: int
-    epsilon: float
-    delta: float
+    guarantee: Guarantee
     label: str
 
     def done(self) -> None:
@@ -51,7 +59,8 @@ CREATE TABLE IF NOT EXISTS entries (
     delta REAL NOT NULL CHECK (delta >= 0),
     status TEXT NOT NULL CHECK (status IN ('reserved', 'done')),
     reserved_at REAL NOT NULL,
-    done_at REAL
+    done_at REAL,
+    guarantee TEXT
 );
 """
 
@@ -73,6 +82,9 @@ class BudgetLedger:
             for stmt in _SCHEMA.strip().split(";"):
                 if stmt.strip():
                     con.execute(stmt)
+            columns = {row[1] for row in con.execute("PRAGMA table_info(entries)")}
+            if "guarantee" not in columns:
+                con.execute("ALTER TABLE entries ADD COLUMN guarantee TEXT")
             meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
             if not meta:
                 if total_epsilon is None:
@@ -122,40 +134,84 @@ class BudgetLedger:
         return self._Tx(self._connect())
 
     @staticmethod
-    def _sums(con: sqlite3.Connection) -> tuple[float, float]:
-        rows = con.execute("SELECT epsilon, delta FROM entries").fetchall()
-        return math.fsum(r[0] for r in rows), math.fsum(r[1] for r in rows)
+    def _guarantees(con: sqlite3.Connection) -> list[Guarantee]:
+        rows = con.execute("SELECT epsilon, delta, guarantee FROM entries ORDER BY id").fetchall()
+        return [guarantee_from_dict(json.loads(g)) if g is not None else _basic(e, d)
+                for e, d, g in rows]
+
+    def _tight(self, parts: list[Guarantee]) -> tuple[float, float]:
+        """(epsilon, delta) of the tightest composition: the basic sums when every part is pure
+        or approximate (they are tight then), else epsilon at the ledger's total delta."""
+        if not parts:
+            return 0.0, 0.0
+        if all(isinstance(g, (PureDP, ApproxDP)) for g in parts):
+            return (math.fsum(g.epsilon for g in parts),
+                    math.fsum(g.to_approx().delta for g in parts))
+        if self.total_delta == 0:
+            raise BudgetExceededError(
+                f"ledger {self.path} has total_delta = 0: only pure epsilon-DP releases fit, "
+                f"and it holds {', '.join(sorted({g.describe() for g in parts}))}")
+        try:
+            return compose(parts, self.total_delta).epsilon, self.total_delta
+        except ValueError as exc:
+            raise BudgetExceededError(f"{exc} (total delta of {self.path})") from None
 
     def spent(self) -> tuple[float, float]:
-        """(epsilon, delta) spent so far, counting unfinished reservations."""
+        """(epsilon, delta) spent so far by the tightest valid composition, counting unfinished
+        reservations: the sums for pure and approximate entries alone, otherwise epsilon at the
+        ledger's total delta."""
         with self._transaction() as con:
-            return self._sums(con)
+            return self._tight(self._guarantees(con))
+
+    def spent_basic(self) -> tuple[float, float]:
+        """(epsilon, delta) spent by basic composition, a cross-check of ``spent``: epsilons and
+        deltas add, each GDP/RDP/zCDP/subsampled-Gaussian entry stated at an equal share of the
+        delta the approximate entries leave."""
+        with self._transaction() as con:
+            parts = self._guarantees(con)
+        basic = [g for g in parts if isinstance(g, (PureDP, ApproxDP))]
+        other = [g for g in parts if not isinstance(g, (PureDP, ApproxDP))]
+        eps = math.fsum(g.epsilon for g in basic)
+        delta = math.fsum(g.to_approx().delta for g in basic)
+        if not other:
+            return eps, delta
+        share = (self.total_delta - delta) / len(other)
+        if share <= 0:
+            return math.inf, self.total_delta
+        return eps + math.fsum(g.to_approx(share).epsilon for g in other), self.total_delta
 
     def remaining(self) -> tuple[float, float]:
         eps, delta = self.spent()
         return self.total_epsilon - eps, self.total_delta - delta
 
-    def reserve(self, epsilon: float, delta: float = 0.0, label: str = "") -> Reservation:
-        """Durably reserve (epsilon, delta) before a release, or raise ``BudgetExceededError``."""
-        epsilon, delta = float(epsilon), float(delta)
-        if not (math.isfinite(epsilon) and epsilon >= 0 and math.isfinite(delta) and delta >= 0):
-            raise ValueError(f"cannot reserve epsilon={epsilon}, delta={delta}")
+    def reserve(self, cost: float | Guarantee, delta: float = 0.0, label: str = "") -> Reservation:
+        """Durably reserve a release's cost before it runs, or raise ``BudgetExceededError``.
+
+        ``cost`` is an epsilon (with ``delta``: an (epsilon, delta)-DP release) or the release's
+        ``Guarantee``. It is accepted when the tightest composition of every entry, this one
+        included, is (total_epsilon, total_delta)-DP.
+        """
+        g = _as_guarantee(cost, delta)
         with self._transaction() as con:
-            rows = con.execute("SELECT epsilon, delta FROM entries").fetchall()
-            new_eps = math.fsum([r[0] for r in rows] + [epsilon])
-            new_delta = math.fsum([r[1] for r in rows] + [delta])
+            parts = self._guarantees(con) + [g]
+            try:
+                new_eps, new_delta = self._tight(parts)
+            except BudgetExceededError as exc:
+                raise BudgetExceededError(f"releasing '{label}' under {g.describe()}: {exc}; "
+                                          f"nothing was released") from None
             if new_eps > self.total_epsilon or new_delta > self.total_delta:
                 raise BudgetExceededError(
-                    f"releasing '{label}' at (epsilon={epsilon:.10g}, delta={delta:.10g}) would "
-                    f"spend (epsilon={new_eps:.10g}, delta={new_delta:.10g}) of the total "
-                    f"(epsilon={self.total_epsilon:.10g}, delta={self.total_delta:.10g}) recorded "
-                    f"in {self.path}; "
-                    f"nothing was released")
+                    f"releasing '{label}' under {g.describe()} would spend (epsilon="
+                    f"{new_eps:.10g}, delta={new_delta:.10g}) of the total (epsilon="
+                    f"{self.total_epsilon:.10g}, delta={self.total_delta:.10g}) recorded in "
+                    f"{self.path}; nothing was released")
+            alone = g.to_approx(self.total_delta if not isinstance(g, (PureDP, ApproxDP)) else None)
             cur = con.execute(
-                "INSERT INTO entries (label, epsilon, delta, status, reserved_at) "
-                "VALUES (?, ?, ?, 'reserved', ?)", (label, epsilon, delta, time.time()))
+                "INSERT INTO entries (label, epsilon, delta, status, reserved_at, guarantee) "
+                "VALUES (?, ?, ?, 'reserved', ?, ?)",
+                (label, alone.epsilon, alone.delta, time.time(), json.dumps(g.as_dict())))
             entry = int(cur.lastrowid)
-        return Reservation(self, entry, epsilon, delta, label)
+        return Reservation(self, entry, g, label)
 
     def _mark_done(self, entry_id: int) -> None:
         with self._transaction() as con:
@@ -163,14 +219,38 @@ class BudgetLedger:
                         (time.time(), entry_id))
 
     def history(self) -> list[dict]:
-        """Every entry, oldest first."""
+        """Every entry, oldest first; ``epsilon``/``delta`` state each entry alone (GDP, RDP and
+        subsampled-Gaussian entries at the ledger's total delta)."""
         with self._transaction() as con:
-            cur = con.execute("SELECT id, label, epsilon, delta, status, reserved_at, done_at "
-                              "FROM entries ORDER BY id")
+            cur = con.execute("SELECT id, label, epsilon, delta, status, reserved_at, done_at, "
+                              "guarantee FROM entries ORDER BY id")
             cols = [c[0] for c in cur.description]
-            return [dict(zip(cols, row)) for row in cur.fetchall()]
+            rows = [dict(zip(cols, row)) for row in cur.fetchall()]
+        for row in rows:
+            g = row.pop("guarantee")
+            g = guarantee_from_dict(json.loads(g)) if g is not None else _basic(row["epsilon"],
+                                                                                 row["delta"])
+            row["guarantee"] = g.describe()
+        return rows
 
     def integrity_ok(self) -> bool:
         """SQLite's own integrity check of the ledger file."""
         with self._transaction() as con:
             return con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def _basic(epsilon: float, delta: float) -> Guarantee:
+    return PureDP(epsilon) if delta == 0 and epsilon > 0 else ApproxDP(epsilon, delta)
+
+
+def _as_guarantee(cost: float | Guarantee, delta: float) -> Guarantee:
+    if isinstance(cost, Guarantee):
+        if delta:
+            raise ValueError("pass delta only with an epsilon cost, not with a Guarantee")
+        return cost
+    if isinstance(cost, (bool, str)) or not isinstance(cost, (int, float)):
+        raise TypeError(f"cost must be an epsilon or a Guarantee, got {type(cost).__name__}")
+    epsilon, delta = float(cost), float(delta)
+    if not (math.isfinite(epsilon) and epsilon >= 0 and math.isfinite(delta) and 0 <= delta < 1):
+        raise ValueError(f"cannot reserve epsilon={epsilon}, delta={delta}")
+    return _basic(epsilon, delta)

@@ -8,6 +8,7 @@ import numpy as np
 from scipy import optimize, special
 
 from .conversions import check_delta, check_positive, rdp_to_approx
+from .pld import PLDAccountant
 
 #: Orders at which curves are tracked. Fractional orders wherever the optimum can fall: a
 #: geometric grid towards 1, steps of 0.1 up to 11 (dp-accounting's default grid is a subset),
@@ -217,6 +218,9 @@ def _poisson_curve(q: float, z: float, orders: tuple[float, ...]) -> tuple[float
 class RDPAccountant:
     """Composes mechanisms as RDP curves on ``ORDERS`` and converts to (epsilon, delta).
 
+    For Poisson-subsampled Gaussians the curves are exact at every order; ``PLDAccountant`` is
+    tighter still (RDP's conversion to (epsilon, delta) is lossy).
+
     >>> acc = RDPAccountant().compose_gaussian(1.1, steps=1000, sample_rate=0.01)
     >>> round(acc.epsilon(1e-5), 2)
     1.71
@@ -267,33 +271,65 @@ class RDPAccountant:
     @staticmethod
     def noise_multiplier_for(epsilon: float, delta: float, sample_rate: float = 1.0,
                              steps: int = 1, sampling: str = "poisson") -> float:
-        """See the module function ``noise_multiplier_for``."""
-        return noise_multiplier_for(epsilon, delta, sample_rate, steps, sampling)
+        """See the module function ``noise_multiplier_for`` (here with ``accountant="rdp"``)."""
+        return noise_multiplier_for(epsilon, delta, sample_rate, steps, sampling, accountant="rdp")
+
+
+ACCOUNTANTS = ("pld", "rdp")
+
+
+def composed_epsilon(noise_multiplier: float, delta: float, sample_rate: float = 1.0,
+                     steps: int = 1, sampling: str = "poisson", accountant: str = "pld") -> float:
+    """Epsilon at ``delta`` of ``steps`` subsampled Gaussian steps by the chosen accountant."""
+    if accountant == "rdp":
+        return RDPAccountant().compose_gaussian(noise_multiplier, steps, sample_rate,
+                                                sampling).epsilon(delta)
+    if accountant == "pld":
+        return PLDAccountant().compose_gaussian(noise_multiplier, steps, sample_rate,
+                                                sampling).epsilon(delta)
+    raise ValueError(f"accountant must be one of {ACCOUNTANTS}, got {accountant!r}")
 
 
 def noise_multiplier_for(epsilon: float, delta: float, sample_rate: float = 1.0, steps: int = 1,
-                         sampling: str = "poisson", orders: np.ndarray = ORDERS) -> float:
-    """Smallest noise multiplier (to 1e-6 relative) whose composition is (epsilon, delta)-DP.
+                         sampling: str = "poisson", accountant: str = "pld") -> float:
+    """Smallest noise multiplier z (to 1e-6 relative) whose composition of ``steps`` subsampled
+    Gaussian steps is (epsilon, delta)-DP by the chosen accountant.
 
-    epsilon(z) is decreasing in z: bracket geometrically, then Brent's method; the returned z is
-    the upper end of the final bracket, so the guarantee holds at the returned value.
+    ``accountant="pld"`` (default; Poisson sampling only) uses ``PLDAccountant``, the tightest;
+    ``"rdp"`` uses ``RDPAccountant`` (also sampling without replacement). epsilon(z) is
+    decreasing in z: bracket geometrically, then Brent's method on log z; the returned z is the
+    upper end of the final bracket, so the guarantee holds at the returned value.
     """
     epsilon = check_positive("epsilon", epsilon)
     check_delta(delta)
+    if accountant not in ACCOUNTANTS:
+        raise ValueError(f"accountant must be one of {ACCOUNTANTS}, got {accountant!r}")
+    if accountant == "pld" and sampling != "poisson":
+        raise ValueError("the PLD accountant covers Poisson sampling; pass accountant='rdp' for "
+                         "sampling without replacement")
 
     def excess(log_z: float) -> float:
-        acc = RDPAccountant(orders).compose_gaussian(np.exp(log_z), steps, sample_rate, sampling)
-        return acc.epsilon(delta) - epsilon
+        return composed_epsilon(np.exp(log_z), delta, sample_rate, steps, sampling,
+                                accountant) - epsilon
 
-    lo, hi = np.log(0.1), np.log(1.0)
-    while excess(hi) > 0:
-        lo, hi = hi, hi + np.log(4.0)
-        if hi > np.log(1e6):
-            raise ValueError("no noise multiplier below 1e6 reaches the requested guarantee")
-    while excess(lo) < 0:
-        lo -= np.log(4.0)
-        if lo < np.log(1e-6):
-            return float(np.exp(hi))
+    if accountant == "pld":
+        # the RDP answer is feasible for PLD too (PLD's epsilon is never larger): bracket below it
+        hi = np.log(noise_multiplier_for(epsilon, delta, sample_rate, steps, sampling, "rdp"))
+        lo = hi + np.log(0.85)
+        while excess(lo) <= 0:
+            lo, hi = lo + np.log(0.85), lo
+            if lo < np.log(1e-6):
+                return float(np.exp(hi))
+    else:
+        lo, hi = np.log(0.1), np.log(1.0)
+        while excess(hi) > 0:
+            lo, hi = hi, hi + np.log(4.0)
+            if hi > np.log(1e6):
+                raise ValueError("no noise multiplier below 1e6 reaches the requested guarantee")
+        while excess(lo) < 0:
+            lo -= np.log(4.0)
+            if lo < np.log(1e-6):
+                return float(np.exp(hi))
     root = optimize.brentq(excess, lo, hi, xtol=1e-7)
     z = float(np.exp(root + 1e-7))
     while excess(np.log(z)) > 0:

@@ -11,13 +11,14 @@ import time
 import numpy as np
 import pytest
 
-from geodp.privacy import BudgetExceededError, BudgetLedger
+from geodp.privacy import GDP, BudgetExceededError, BudgetLedger
 
 WRITER = """
 import random, sys, time
+from geodp.privacy import GDP
 from geodp.privacy.ledger import BudgetLedger, BudgetExceededError
 ledger = BudgetLedger(sys.argv[1])
-step = float(sys.argv[2])
+step = GDP(float(sys.argv[2][4:])) if sys.argv[2].startswith("gdp:") else float(sys.argv[2])
 print("ready", flush=True)
 while True:
     try:
@@ -120,3 +121,15 @@ def test_concurrent_processes_cannot_jointly_overspend(tmp_path):
     assert granted == 3
     assert all("exhausted" in out for out in outs)
     assert BudgetLedger(path).spent()[0] == pytest.approx(0.9)
+
+
+def test_concurrent_gdp_writers_respect_the_tight_composition(tmp_path):
+    path = tmp_path / "race-gdp.db"
+    # 1-GDP at delta = 1e-5 costs epsilon 4.38; four 0.5-GDP releases make exactly 1-GDP
+    total = GDP(1.0).to_approx(1e-5).epsilon + 1e-9
+    BudgetLedger(path, total_epsilon=total, total_delta=1e-5)
+    procs = [_start_writer(path, "gdp:0.5") for _ in range(3)]
+    outs = [_rest_of_output(p) for p in procs]
+    granted = sum(1 for out in outs for line in out.split() if line.isdigit())
+    assert granted == 4
+    assert BudgetLedger(path).spent()[0] <= total

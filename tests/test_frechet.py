@@ -81,8 +81,9 @@ def test_agrees_with_pyriemann():
 
 
 @pytest.mark.parametrize("name", sorted(MANIFOLDS))
-def test_mean_log_equals_weighted_sum_of_logs(name):
-    """Closed-form Fréchet gradients (flat, sphere, hyperbolic, whitened SPD) match the definition."""
+def test_mean_log_and_value_equal_their_definitions(name):
+    """Closed-form Fréchet gradients and values (flat, sphere, hyperbolic, whitened SPD) match the
+    definitions sum_i w_i Log_p(x_i) and 1/2 sum_i w_i rho(p, x_i)^2."""
     m = MANIFOLDS[name]
     rng = np.random.default_rng(3)
     x = m.random_ball(base_point(m), 0.5 * safe_radius(m), (2, 30), rng)
@@ -90,7 +91,10 @@ def test_mean_log_equals_weighted_sum_of_logs(name):
     w = rng.random((2, 30))
     expected = np.sum(w.reshape(w.shape + (1,) * len(m.point_shape)) * m.log(
         np.expand_dims(p, 1), x), axis=1)
-    assert np.allclose(m.mean_log(p, x, w), expected, atol=1e-12)
+    grad, value = m.mean_log_and_value(p, x, w)
+    assert np.allclose(grad, expected, atol=1e-12)
+    assert np.allclose(value, 0.5 * np.sum(w * m.dist(np.expand_dims(p, 1), x) ** 2, axis=1),
+                       rtol=1e-10, atol=1e-14)
 
 
 def test_kendall_mean_ignores_rotations_of_the_data():

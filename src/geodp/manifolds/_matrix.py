@@ -155,8 +155,9 @@ def _eigh_3x3(a: Array) -> tuple[Array, Array]:
     return w_out.reshape(batch + (3,)), v_out.reshape(batch + (3, 3))
 
 
-def _funcm_3x3(a: Array, f: Callable[[Array], Array]) -> Array:
-    """f(A) = sum_k f(l_k) x_k x_k^T from unsorted closed-form eigenpairs, entry by entry."""
+def _funcm_3x3(a: Array, f: Callable[[Array], Array]) -> tuple[Array, Array]:
+    """f(A) = sum_k f(l_k) x_k x_k^T from unsorted closed-form eigenpairs, entry by entry; with
+    the (unsorted) eigenvalues."""
     batch, vals, vecs, _ = _eig_3x3(a)
     fv = [f(x) for x in vals]
     out = np.empty((3, 3, len(fv[0])))
@@ -164,7 +165,7 @@ def _funcm_3x3(a: Array, f: Callable[[Array], Array]) -> Array:
         for j in range(i, 3):
             out[i, j] = out[j, i] = (fv[0] * vecs[0][i] * vecs[0][j] + fv[1] * vecs[1][i] * vecs[1][j]
                                      + fv[2] * vecs[2][i] * vecs[2][j])
-    return assemble(out).reshape(batch + (3, 3))
+    return assemble(out).reshape(batch + (3, 3)), np.stack(vals, axis=-1).reshape(batch + (3,))
 
 
 def _lapack(fn: Callable, a: Array):
@@ -172,27 +173,55 @@ def _lapack(fn: Callable, a: Array):
     return split_batch(fn, a, core_ndim=2)
 
 
+#: The closed forms are used where |lambda|_min >= ILL_CONDITIONED * |lambda|_max: their
+#: eigenvalues err by about eps |lambda|_max, so a relative error of at most 2e-12 (1e-11 in log)
+#: there. Other matrices are recomputed by LAPACK, which keeps tiny eigenvalues of diagonal and
+#: graded matrices to full relative accuracy.
+ILL_CONDITIONED = 1e-4
+
+
+def _ill(w: Array) -> Array:
+    """Per matrix: eigenvalues spread beyond what the closed forms resolve, or not finite."""
+    mag = np.abs(w)
+    return ~(np.min(mag, axis=-1) >= ILL_CONDITIONED * np.max(mag, axis=-1))
+
+
+def _redo(a: Array, out, bad: Array, fn: Callable):
+    """Recompute ``fn`` (a batched LAPACK-based function) on the matrices flagged ``bad``, in place
+    in ``out`` (an array or a tuple of arrays with the batch shape of ``a`` leading)."""
+    if not np.any(bad):
+        return out
+    fixed = fn(np.asarray(a, dtype=float)[bad])
+    for o, f in zip(out if isinstance(out, tuple) else (out,),
+                    fixed if isinstance(fixed, tuple) else (fixed,)):
+        o[bad] = f
+    return out
+
+
 def eigh(a: Array) -> tuple[Array, Array]:
     """Eigenvalues (ascending) and orthonormal eigenvectors of the symmetric part of a."""
     a = np.asarray(a, dtype=float)
-    if a.shape[-1] == 2:
-        return _eigh_2x2(a)
-    if a.shape[-1] == 3:
-        return _eigh_3x3(a)
+    n = a.shape[-1]
+    if n in (2, 3):
+        w, v = _eigh_2x2(a) if n == 2 else _eigh_3x3(a)
+        return _redo(a, (w, v), _ill(w), lambda x: np.linalg.eigh(sym(x)))
     return _lapack(np.linalg.eigh, sym(a))
 
 
 def eigvalsh(a: Array) -> Array:
     """Eigenvalues (ascending) of the symmetric part of a."""
     a = np.asarray(a, dtype=float)
-    if a.shape[-1] == 2:
+    n = a.shape[-1]
+    if n == 2:
         p, q, r = a[..., 0, 0], 0.5 * (a[..., 0, 1] + a[..., 1, 0]), a[..., 1, 1]
         rad = np.hypot(0.5 * (p - r), q)
         mid = 0.5 * (p + r)
-        return np.stack([mid - rad, mid + rad], axis=-1)
-    if a.shape[-1] == 3:
-        return _eigvalsh_3x3(a)
-    return _lapack(np.linalg.eigvalsh, sym(a))
+        w = np.stack([mid - rad, mid + rad], axis=-1)
+    elif n == 3:
+        w = _eigvalsh_3x3(a)
+    else:
+        return _lapack(np.linalg.eigvalsh, sym(a))
+    return _redo(a, w, _ill(w), lambda x: np.linalg.eigvalsh(sym(x)))
 
 
 def from_eig(w: Array, v: Array) -> Array:
@@ -212,10 +241,10 @@ def from_eig(w: Array, v: Array) -> Array:
     return out
 
 
-def _funcm_2x2(a: Array, f: Callable[[Array], Array]) -> Array | None:
+def _funcm_2x2(a: Array, f: Callable[[Array], Array]) -> tuple[Array, Array] | None:
     """f(A) = s I + g (A - m I) for symmetric 2x2 A with eigenvalues m +- r, where s is the mean of
     f(m + r) and f(m - r) and g their divided difference; closed forms, stable as r -> 0, for
-    exp, log and sqrt (None for other f)."""
+    exp, log and sqrt (None for other f); with the eigenvalues."""
     ent = entries(a)
     b = 0.5 * (ent[0, 1] + ent[1, 0])
     m, h = 0.5 * (ent[0, 0] + ent[1, 1]), 0.5 * (ent[0, 0] - ent[1, 1])
@@ -238,21 +267,30 @@ def _funcm_2x2(a: Array, f: Callable[[Array], Array]) -> Array | None:
     out = np.empty((2, 2) + a.shape[:-2])
     out[0, 0], out[1, 1] = s + g * h, s - g * h
     out[0, 1] = out[1, 0] = g * b
-    return assemble(out)
+    return assemble(out), np.stack([m - r, m + r], axis=-1)
 
 
 def funcm(a: Array, f: Callable[[Array], Array]) -> Array:
     """Matrix function f(a) of a symmetric matrix through its eigendecomposition (closed forms
-    for n = 2 and 3)."""
+    for n = 2 and 3; for f other than exp, matrices whose eigenvalues the closed forms cannot
+    resolve are recomputed through LAPACK's eigendecomposition)."""
     a = np.asarray(a, dtype=float)
-    if a.shape[-1] == 3:
-        return _funcm_3x3(a, f)
-    if a.shape[-1] == 2:
-        out = _funcm_2x2(a, f)
-        if out is not None:
-            return out
-    w, v = eigh(a)
-    return from_eig(f(w), v)
+    n = a.shape[-1]
+    with np.errstate(divide="ignore", invalid="ignore"):  # flagged matrices are redone below
+        closed = _funcm_3x3(a, f) if n == 3 else _funcm_2x2(a, f) if n == 2 else None
+    if closed is None:
+        w, v = eigh(a)
+        return from_eig(f(w), v)
+    out, w = closed
+    if f is np.exp:
+        return out
+    bad = _ill(w) | ~np.all(np.isfinite(out), axis=(-2, -1))
+
+    def lapack(x):
+        w, v = np.linalg.eigh(sym(x))
+        return from_eig(f(w), v)
+
+    return _redo(a, out, bad, lapack)
 
 
 def _cholesky_entries(ent: Array) -> tuple:
@@ -421,3 +459,54 @@ def coords_to_sym(c: Array, n: int) -> Array:
     out[..., iu[0], iu[1]] = off
     out[..., iu[1], iu[0]] = off
     return out
+
+
+def whiten(l: Array, x: Array) -> Array:
+    """L^-1 sym(X) L^-T for lower-triangular L, by forward substitution (componentwise backward
+    stable, unlike a product with an explicit inverse, which loses digits when L is
+    ill-conditioned). Entry by entry for n <= 3; batched solves otherwise."""
+    l, x = np.asarray(l, dtype=float), np.asarray(x, dtype=float)
+    n = l.shape[-1]
+    if n > 3 and l.ndim == 2:
+        return sym(_solve_stacked(l, np.swapaxes(_solve_stacked(l, sym(x)), -1, -2)))
+    if n > 3:
+        shape = np.broadcast_shapes(l.shape, x.shape)
+        lb = np.broadcast_to(l, shape)
+        y = _lapack_solve(lb, np.broadcast_to(sym(x), shape))
+        return sym(_lapack_solve(lb, np.swapaxes(y, -1, -2)))
+    le, xe = entries(l), entries(x)
+    xs = [[xe[i, j] if i == j else 0.5 * (xe[i, j] + xe[j, i]) for j in range(n)] for i in range(n)]
+
+    def forward(cols):
+        """L^-1 C column by column, C given as rows cols[i][j]."""
+        out = [[None] * n for _ in range(n)]
+        for j in range(n):
+            for i in range(n):
+                acc = cols[i][j]
+                for k in range(i):
+                    acc = acc - le[i, k] * out[k][j]
+                out[i][j] = acc / le[i, i]
+        return out
+
+    y = forward(xs)
+    z = forward([[y[j][i] for j in range(n)] for i in range(n)])
+    out = np.empty((n, n) + np.broadcast_shapes(l.shape[:-2], x.shape[:-2]))
+    for i in range(n):
+        for j in range(i + 1):
+            out[i, j] = out[j, i] = 0.5 * (z[i][j] + z[j][i])
+    return assemble(out)
+
+
+def _solve_stacked(l: Array, x: Array) -> Array:
+    """L^-1 X_k for one lower-triangular L and a batch of X_k: one BLAS-3 triangular solve on the
+    matrices side by side."""
+    from scipy.linalg import solve_triangular
+
+    n = l.shape[-1]
+    flat = np.moveaxis(x.reshape(-1, n, x.shape[-1]), 0, 1).reshape(n, -1)
+    y = solve_triangular(l, flat, lower=True, check_finite=False)
+    return np.moveaxis(y.reshape(n, -1, x.shape[-1]), 1, 0).reshape(x.shape)
+
+
+def _lapack_solve(a: Array, b: Array) -> Array:
+    return split_batch(np.linalg.solve, a, b, core_ndim=2)

@@ -112,6 +112,8 @@ def split_sample_sum(fn: Callable[[Array, Array], Array], x: Array, weights: Arr
     size = x.shape[sample_axis]
     parts = _run_blocks(lambda lo, hi: fn(x[lead + (slice(lo, hi),)], weights[..., lo:hi]),
                         size, _rows_per_block(x.nbytes // size))
+    if isinstance(parts[0], tuple):
+        return tuple(sum(p[1:], p[0]) for p in zip(*parts))
     return sum(parts[1:], parts[0])
 
 

@@ -44,14 +44,17 @@ def weighted_sum(x: Array, weights: Array, point_ndim: int) -> Array:
 
 
 def space_form_mean_log(p: Array, x: Array, weights: Array, dual_p: Array,
-                        ratio: Callable[[Array], Array]) -> Array:
-    """sum_i w_i Log_p(x_i) on a sphere or hyperboloid, where Log_p(x) = ratio(c) (x - c p) with
-    c = cos(theta) = <x, dual_p> (or cosh(theta)) and ratio(c) = theta/sin(theta) (or
-    theta/sinh(theta)). Two matrix-vector products over the data:
-    sum_i a_i x_i - (sum_i a_i c_i) p with a_i = w_i ratio(c_i)."""
+                        ratio: Callable[[Array], Array],
+                        angle: Callable[[Array], Array]) -> tuple[Array, Array]:
+    """(sum_i w_i Log_p(x_i), 1/2 sum_i w_i rho(p, x_i)^2) on a sphere or hyperboloid, where
+    Log_p(x) = ratio(c) (x - c p) with c = cos(theta) = <x, dual_p> (or cosh(theta)),
+    ratio(c) = theta/sin(theta) (or theta/sinh(theta)) and rho = angle(c). Two matrix-vector
+    products over the data: sum_i a_i x_i - (sum_i a_i c_i) p with a_i = w_i ratio(c_i)."""
     c = np.matmul(x, dual_p[..., :, None])[..., 0]
-    a = np.asarray(weights, dtype=float) * ratio(c)
-    return np.matmul(a[..., None, :], x)[..., 0, :] - np.sum(a * c, axis=-1)[..., None] * p
+    w = np.asarray(weights, dtype=float)
+    a = w * ratio(c)
+    grad = np.matmul(a[..., None, :], x)[..., 0, :] - np.sum(a * c, axis=-1)[..., None] * p
+    return grad, 0.5 * np.sum(w * angle(c) ** 2, axis=-1)
 
 
 class Manifold(ABC):
@@ -99,15 +102,18 @@ class Manifold(ABC):
     def inner(self, p: Array, u: Array, v: Array) -> Array:
         """Riemannian inner product g_p(u, v)."""
 
-    def mean_log(self, p: Array, x: Array, weights: Array) -> Array:
-        """sum_i w_i Log_p(x_i): minus half the Riemannian gradient of the Fréchet function.
+    def mean_log_and_value(self, p: Array, x: Array, weights: Array) -> tuple[Array, Array]:
+        """(sum_i w_i Log_p(x_i), F(p) = 1/2 sum_i w_i rho(p, x_i)^2): minus the Riemannian gradient
+        of the Fréchet function F, and F itself, in one pass over the data.
 
         ``x`` has shape (..., n, *point_shape), ``weights`` (..., n) and ``p`` (..., *point_shape).
         """
         nd = len(self.point_shape)
         p = np.expand_dims(np.asarray(p, dtype=float), -nd - 1)
-        w = np.asarray(weights, dtype=float).reshape(np.shape(weights) + (1,) * nd)
-        return np.sum(w * self.log(p, x), axis=-nd - 1)
+        logs = self.log(p, x)
+        w = np.asarray(weights, dtype=float)
+        grad = np.sum(w.reshape(w.shape + (1,) * nd) * logs, axis=-nd - 1)
+        return grad, 0.5 * np.sum(w * self.inner(p, logs, logs), axis=-1)
 
     def karcher_start(self, x: Array, weights: Array) -> Array:
         """Starting point of the Karcher iteration for the data x (..., n, *point_shape): the first

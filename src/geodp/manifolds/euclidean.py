@@ -30,10 +30,12 @@ class Euclidean(Manifold):
     def log(self, p: Array, q: Array) -> Array:
         return np.asarray(q, dtype=float) - p
 
-    def mean_log(self, p: Array, x: Array, weights: Array) -> Array:
-        """sum_i w_i (x_i - p) = sum_i w_i x_i - (sum_i w_i) p, in one pass over the data."""
+    def mean_log_and_value(self, p: Array, x: Array, weights: Array) -> tuple[Array, Array]:
+        """sum_i w_i (x_i - p) = sum_i w_i x_i - (sum_i w_i) p, and 1/2 sum_i w_i |x_i - p|^2."""
         w = np.asarray(weights, dtype=float)
-        return weighted_sum(x, w, 1) - w.sum(axis=-1)[..., None] * p
+        p = np.asarray(p, dtype=float)
+        d = x - p[..., None, :]
+        return weighted_sum(x, w, 1) - w.sum(axis=-1)[..., None] * p, 0.5 * np.sum(w * rowdot(d, d), axis=-1)
 
     def karcher_start(self, x: Array, weights: Array) -> Array:
         """sum_i w_i x_i: the mean itself, so the iteration only confirms it."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ._special import acosh1p, acosh_ratio, cosh_sinhc, log_sinhc
@@ -15,11 +17,26 @@ def minkowski(a: Array, b: Array) -> Array:
     return rowdot(a[..., 1:], b[..., 1:]) - a[..., 0] * b[..., 0]
 
 
+class HyperboloidPrecisionWarning(UserWarning):
+    """Points so far from the origin that double precision no longer resolves their geometry."""
+
+
+#: Largest coordinate ratio x_0 / R accepted without a warning: beyond it (distance
+#: R arccosh(1e4) = 9.9 R from the origin) the constraint -x_0^2 + |x|^2 = -R^2 is held only to
+#: eps x_0^2 / R^2 > 2e-8 relative, and distances near the point only to about eps x_0 / R.
+FAR_COORDINATE = 1e4
+
+
 class Hyperbolic(Manifold):
     """H^dim with constant curvature ``curvature`` < 0, as the hyperboloid sheet
 
     -x_0^2 + sum_i x_i^2 = 1/curvature = -R^2, x_0 > 0, in R^(dim+1) with the metric induced by the
     Minkowski form.
+
+    Precision limit of the model (its conditioning, not of the code): a point at distance r from
+    the origin has coordinates of size R cosh(r / R), so in double precision the constraint holds
+    to about eps cosh(r/R)^2 and distances near the point are resolved to about eps cosh(r/R)
+    (r = 20 R: 5e-8 relative). ``check_point`` warns beyond x_0 = 1e4 R (r = 9.9 R).
     """
 
     def __init__(self, dim: int, curvature: float = -1.0):
@@ -80,10 +97,11 @@ class Hyperbolic(Manifold):
         out += ratio[..., None] * d
         return out
 
-    def mean_log(self, p: Array, x: Array, weights: Array) -> Array:
+    def mean_log_and_value(self, p: Array, x: Array, weights: Array) -> tuple[Array, Array]:
         p = np.asarray(p, dtype=float)
         dual = np.concatenate([-p[..., :1], p[..., 1:]], axis=-1) / -self.radius**2
-        return space_form_mean_log(p, x, weights, dual, lambda c: acosh_ratio(np.maximum(c, 1.0)))
+        return space_form_mean_log(p, x, weights, dual, lambda c: acosh_ratio(np.maximum(c, 1.0)),
+                                   lambda c: self.radius * np.arccosh(np.maximum(c, 1.0)))
 
     def karcher_start(self, x: Array, weights: Array) -> Array:
         """The Lorentzian centroid R y / sqrt(-<y, y>_L), y = sum_i w_i x_i (future time-like)."""
@@ -134,6 +152,19 @@ class Hyperbolic(Manifold):
 
     def max_volume_density(self, radius: float) -> float:
         return float(np.exp((self.dim - 1) * log_sinhc(radius / self.radius)))
+
+    def check_point(self, x: Array) -> Array:
+        x = super().check_point(x)
+        far = x[..., 0] > FAR_COORDINATE * self.radius
+        if np.any(far):
+            top = float(np.max(x[..., 0])) / self.radius
+            warnings.warn(
+                f"{int(np.sum(far))} point(s) lie beyond distance {self.radius * np.arccosh(FAR_COORDINATE):.3g} "
+                f"from the origin (largest x_0/R = {top:.3g}, distance {self.radius * np.arccosh(top):.3g}): "
+                f"in double precision the hyperboloid holds them only to {np.finfo(float).eps * top**2:.1g} "
+                f"relative, and distances near them to about {np.finfo(float).eps * top:.1g}",
+                HyperboloidPrecisionWarning, stacklevel=2)
+        return x
 
     def _point_defect(self, x: Array) -> Array:
         scale = self.radius**2 + x[..., 0] ** 2

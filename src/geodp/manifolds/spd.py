@@ -79,6 +79,45 @@ class SPD(Manifold):
         return " (SPD points must be symmetric: relative asymmetry |X - X^T| / (1 + |X|))"
 
 
+def _log_norm(lam: Array) -> Array:
+    return np.sqrt(np.sum(np.log(lam) ** 2, axis=-1))
+
+
+def _diag_ratio(l: Array) -> Array:
+    """max L_ii / min L_ii, infinite for a failed (NaN) factor."""
+    d = np.diagonal(l, axis1=-2, axis2=-1)
+    return np.nan_to_num(np.max(d, axis=-1) / np.min(d, axis=-1), nan=np.inf)
+
+
+def _cholesky_or_nan(x: Array) -> Array:
+    """Cholesky factors, NaN for the matrices that are not numerically positive definite (draws
+    near the Laplace's critical scale can be; the pair is then reduced by the other matrix)."""
+    try:
+        return mx.cholesky(x)[0]
+    except np.linalg.LinAlgError:
+        if x.shape[-1] <= 3:
+            ok = mx.is_positive_definite(x)
+            out = np.full(x.shape, np.nan)
+            out[ok] = mx.cholesky(x[ok])[0]
+            return out
+    out = np.full(x.shape, np.nan)
+    for i in np.ndindex(x.shape[:-2]):  # LAPACK refused the batch: the few failures one by one
+        try:
+            out[i] = np.linalg.cholesky(x[i])
+        except np.linalg.LinAlgError:
+            pass
+    return out
+
+
+def _lexicographically_less(a: Array, b: Array) -> Array:
+    """Per matrix: a < b in the order of their first differing entry (a deterministic tie-break)."""
+    a = a.reshape(a.shape[:-2] + (-1,))
+    b = b.reshape(b.shape[:-2] + (-1,))
+    differ = a != b
+    first = np.argmax(differ, axis=-1)[..., None]
+    return np.take_along_axis(a, first, -1)[..., 0] < np.take_along_axis(b, first, -1)[..., 0]
+
+
 class AffineInvariantSPD(SPD):
     """SPD(n) with g_P(U, V) = tr(P^-1 U P^-1 V); computations whiten by the Cholesky factor of P."""
 
@@ -110,18 +149,34 @@ class AffineInvariantSPD(SPD):
         """The arithmetic mean sum_i w_i X_i (positive definite)."""
         return weighted_sum(x, weights, 2)
 
-    def mean_log(self, p: Array, x: Array, weights: Array) -> Array:
-        """L (sum_i w_i logm(L^-1 X_i L^-T)) L^T: the sum is taken before mapping back."""
+    def mean_log_and_value(self, p: Array, x: Array, weights: Array) -> tuple[Array, Array]:
+        """L (sum_i w_i logm(L^-1 X_i L^-T)) L^T (the sum taken before mapping back), and
+        1/2 sum_i w_i |logm(L^-1 X_i L^-T)|_F^2."""
         l, linv = self._factor(p)
         logs = mx.funcm(self._whiten(np.expand_dims(linv, -3), x), np.log)
-        return mx.congruence(l, weighted_sum(logs, weights, 2), lower=True)
+        value = 0.5 * np.sum(np.asarray(weights) * np.sum(logs * logs, axis=(-2, -1)), axis=-1)
+        return mx.congruence(l, weighted_sum(logs, weights, 2), lower=True), value
 
     @threaded
     def dist(self, p: Array, q: Array) -> Array:
-        """rho(P, Q) = |logm(P^-1/2 Q P^-1/2)|_F, from the generalised eigenvalues of (Q, P)."""
-        _, linv = self._factor(p)
-        lam = mx.eigvalsh(self._whiten(linv, q))
-        return np.sqrt(np.sum(np.log(lam) ** 2, axis=-1))
+        """rho(P, Q) = |logm(P^-1/2 Q P^-1/2)|_F, from the generalised eigenvalues of (Q, P).
+
+        The pencil is reduced by forward substitution with a Cholesky factor, chosen by a rule
+        symmetric in P and Q, so that rho(P, Q) and rho(Q, P) agree to the last bit: the factor of
+        the argument that is one matrix against a batch of the other (one factorisation); for
+        batches of equal size, per pair, the factor with the smaller diagonal ratio
+        max L_ii / min L_ii (a condition estimate: the more accurate reduction).
+        """
+        p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
+        if p.shape[:-2] != q.shape[:-2] and min(p.ndim, q.ndim) == 2:
+            base, other = (p, q) if p.ndim == 2 else (q, p)
+            return _log_norm(mx.eigvalsh(mx.whiten(mx.cholesky(base)[0], other)))
+        p, q = np.broadcast_arrays(p, q)
+        lp, lq = _cholesky_or_nan(p), _cholesky_or_nan(q)
+        rp, rq = _diag_ratio(lp), _diag_ratio(lq)
+        swap = (rq < rp) | ((rq == rp) & _lexicographically_less(q, p))
+        sw = swap[..., None, None]
+        return _log_norm(mx.eigvalsh(mx.whiten(np.where(sw, lq, lp), np.where(sw, p, q))))
 
     def inner(self, p: Array, u: Array, v: Array) -> Array:
         _, linv = self._factor(p)
@@ -213,9 +268,13 @@ class LogEuclideanSPD(SPD):
         """Log_P(Q) = D exp_{logm P}[logm Q - logm P]."""
         return self._dexp_at_log(p, mx.funcm(q, np.log), 1.0)
 
-    def mean_log(self, p: Array, x: Array, weights: Array) -> Array:
-        """D exp_{logm P}[sum_i w_i logm X_i - (sum_i w_i) logm P]: one matrix logarithm per point."""
-        return self._dexp_at_log(p, weighted_sum(mx.funcm(x, np.log), weights, 2), np.sum(weights, axis=-1))
+    def mean_log_and_value(self, p: Array, x: Array, weights: Array) -> tuple[Array, Array]:
+        """D exp_{logm P}[sum_i w_i logm X_i - (sum_i w_i) logm P] (one matrix logarithm per point)
+        and 1/2 sum_i w_i |logm X_i - logm P|_F^2."""
+        logs = mx.funcm(x, np.log)
+        diff = logs - np.expand_dims(mx.funcm(p, np.log), -3)
+        value = 0.5 * np.sum(np.asarray(weights) * np.sum(diff * diff, axis=(-2, -1)), axis=-1)
+        return self._dexp_at_log(p, weighted_sum(logs, weights, 2), np.sum(weights, axis=-1)), value
 
     @threaded
     def dist(self, p: Array, q: Array) -> Array:

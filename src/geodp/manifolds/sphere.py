@@ -10,12 +10,19 @@ from .base import Array, Manifold, rowdot, space_form_mean_log, weighted_sum
 
 
 def _tan_half_angle(p: Array, q: Array, radius: float) -> tuple[Array, Array]:
-    """d = q - p and t = tan(theta/2) = |q - p| / |q + p| (with |q + p|^2 = 4R^2 - |q - p|^2),
-    theta the angle between p and q: theta = 2 arctan(t) is accurate at every angle."""
-    d = np.asarray(q, dtype=float) - p
+    """d = q - p and t = tan(theta/2) = |q - p| / |q + p|, theta the angle between p and q:
+    theta = 2 arctan(t) is accurate at every angle. Near the antipode |q + p| is taken from the
+    vector q + p (4R^2 - |q - p|^2 would cancel and lose the gap); elsewhere from that identity."""
+    q = np.asarray(q, dtype=float)
+    d = q - p
     chord2 = rowdot(d, d)
+    other2 = 4.0 * radius**2 - chord2
+    near = other2 < radius**2
+    if np.any(near):
+        s = q + p
+        other2 = np.where(near, rowdot(s, s), other2)
     with np.errstate(divide="ignore"):
-        return d, np.sqrt(chord2 / np.maximum(4.0 * radius**2 - chord2, 0.0))
+        return d, np.sqrt(chord2 / np.maximum(other2, 0.0))
 
 
 class Sphere(Manifold):
@@ -68,19 +75,34 @@ class Sphere(Manifold):
 
     @threaded
     def log(self, p: Array, q: Array) -> Array:
-        """Log_p(q) = theta/sin(theta) (q - p) + theta/sin(theta) (1 - cos(theta)) p; with
-        t = tan(theta/2) the first factor is arctan(t) (1 + t^2)/t, the second 2 t arctan(t)."""
-        d, t = _tan_half_angle(p, q, self.radius)
-        half = np.arctan(t)
-        ratio = np.divide(half * (1.0 + t * t), t, out=np.ones_like(t), where=t > 0)
-        out = p * (2.0 * t * half)[..., None]
-        out += ratio[..., None] * d
-        return out
+        """Log_p(q) = theta w / |w|, w the component of q orthogonal to p and theta = 2 R arctan(t),
+        t = |q - p| / |q + p|.
 
-    def mean_log(self, p: Array, x: Array, weights: Array) -> Array:
+        w is taken from the smaller of q - p and q + p (w = s - <p, s> p / R^2), so no difference of
+        nearly equal numbers decides it: near p, q - p is exact to rounding; near the antipode the
+        direction comes from the small gap q + p, and the length is the distance whatever the
+        rounding in w. At the exact antipode every direction is a geodesic and this raises.
+        """
+        p = np.asarray(p, dtype=float)
+        q = np.asarray(q, dtype=float)
+        d, t = _tan_half_angle(p, q, self.radius)
+        small = np.where((t <= 1.0)[..., None], d, q + p)
+        w = small - (rowdot(p, small) / self.radius**2)[..., None] * p
+        size = np.sqrt(rowdot(w, w))
+        theta = 2.0 * self.radius * np.arctan(t)
+        antipodal = (size == 0) & (t > 1.0)
+        if np.any(antipodal):
+            raise ValueError(
+                f"{int(np.sum(antipodal))} pair(s) of antipodal points: the sphere's logarithm is "
+                f"not defined at the cut locus (every direction is a shortest geodesic)")
+        scale = np.divide(theta, size, out=np.zeros_like(size), where=size > 0)
+        return scale[..., None] * w
+
+    def mean_log_and_value(self, p: Array, x: Array, weights: Array) -> tuple[Array, Array]:
         p = np.asarray(p, dtype=float)
         return space_form_mean_log(p, x, weights, p / self.radius**2,
-                                   lambda c: acos_ratio(np.clip(c, -1.0, 1.0)))
+                                   lambda c: acos_ratio(np.clip(c, -1.0, 1.0)),
+                                   lambda c: self.radius * np.arccos(np.clip(c, -1.0, 1.0)))
 
     def karcher_start(self, x: Array, weights: Array) -> Array:
         """The extrinsic mean R y/|y|, y = sum_i w_i x_i (the first data point where |y| ~ 0)."""

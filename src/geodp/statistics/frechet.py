@@ -15,6 +15,17 @@ class NonUniqueMeanWarning(UserWarning):
     """The data are too spread for the Fréchet mean to be certified unique."""
 
 
+class ConvergenceWarning(UserWarning):
+    """The Karcher iteration stopped before its gradient-norm tolerance was met."""
+
+
+#: Armijo constant of the sufficient-decrease test F(Exp_m(t g)) <= F(m) - ARMIJO t |g|^2.
+ARMIJO = 1e-4
+#: Relative accuracy assumed of F: below it a decrease cannot be seen, and a step that shrinks
+#: the gradient without raising F beyond it is kept (near the minimum, where F is flat).
+F_ACCURACY = 1e-10
+
+
 @dataclass(frozen=True)
 class FrechetMeanResult:
     """Outcome of ``frechet_mean``; ``mean`` has the batch shape of the input data.
@@ -46,20 +57,32 @@ def uniqueness_radius(manifold: Manifold) -> float:
 def frechet_mean(manifold: Manifold, points: Array, weights: Array | None = None,
                  init: Array | None = None, step: float = 1.0, tol: float = 1e-10,
                  max_iter: int = 500, on_spread: str = "warn") -> FrechetMeanResult:
-    """Fréchet mean argmin_m sum_i w_i rho(m, x_i)^2 by the Karcher iteration.
+    """Fréchet mean argmin_m sum_i w_i rho(m, x_i)^2 by the Karcher iteration, globally convergent.
 
-    m_{k+1} = Exp_{m_k}(step * sum_i w_i Log_{m_k}(x_i)), the gradient descent of supplement A.1
-    of Reimherr, Bharath & Soto (2021), stopped when the Riemannian gradient norm
-    |sum_i w_i Log_m(x_i)| is below ``tol``. ``points`` has shape (..., n, *point_shape); leading
-    dimensions are independent data sets solved together. ``weights`` (..., n) are normalised to
-    sum to one. ``on_spread`` ("warn", "raise" or "ignore") decides what happens when the data are
-    not certified to lie in a ball of radius below ``uniqueness_radius`` around the mean
-    (positive curvature only), i.e. when the mean may not be unique.
+    m_{k+1} = Exp_{m_k}(t_k g_k), g = sum_i w_i Log_m(x_i) (minus the gradient of
+    F(m) = 1/2 sum_i w_i rho(m, x_i)^2): the gradient descent of supplement A.1 of Reimherr,
+    Bharath & Soto (2021), with t_k the largest of ``step``, step/2, step/4, ... that passes
+    Armijo's sufficient-decrease test F(m_{k+1}) <= F(m_k) - 1e-4 t_k |g_k|^2 (after a success the
+    next trial doubles, up to ``step``). F comes with the gradient from the same pass over the
+    data, so a step costs one pass unless it is rejected. Where the predicted decrease is below
+    the accuracy of F (1e-10 relative), a step that shrinks |g| and does not raise F beyond that
+    accuracy is kept. Stopped when |g| <= ``tol``; a
+    ``ConvergenceWarning`` is issued when ``max_iter`` runs out first.
+
+    ``points`` has shape (..., n, *point_shape); leading dimensions are independent data sets
+    solved together. ``weights`` (..., n) are normalised to sum to one. ``on_spread`` ("warn",
+    "raise" or "ignore") decides what happens when the data are not certified to lie in a ball of
+    radius below ``uniqueness_radius`` around the mean (positive curvature only), i.e. when the
+    mean may not be unique.
     """
     if on_spread not in ("warn", "raise", "ignore"):
         raise ValueError(f"on_spread must be 'warn', 'raise' or 'ignore', got {on_spread!r}")
     if not 0 < step <= 1:
         raise ValueError(f"step must lie in (0, 1], got {step}")
+    if not (np.isfinite(tol) and tol > 0):
+        raise ValueError(f"tol must be positive and finite, got {tol}")
+    if int(max_iter) != max_iter or max_iter < 0:
+        raise ValueError(f"max_iter must be a non-negative integer, got {max_iter}")
     x = manifold.check_point(points)
     nd = len(manifold.point_shape)
     if x.ndim < nd + 1:
@@ -77,20 +100,45 @@ def frechet_mean(manifold: Manifold, points: Array, weights: Array | None = None
         w = w / w.sum(axis=-1, keepdims=True)
     m = manifold.karcher_start(x, w) if init is None else manifold.check_point(init)
     m = np.broadcast_to(m, batch + manifold.point_shape).copy()
+
+    def gradient_and_value(at: Array) -> tuple[Array, Array]:
+        if manifold.blockwise:
+            return split_sample_sum(lambda xs, ws: manifold.mean_log_and_value(at, xs, ws), x, w,
+                                    -nd - 1)
+        return manifold.mean_log_and_value(at, x, w)
+
+    def expand(a: Array) -> Array:
+        return a.reshape(a.shape + (1,) * nd)
+
+    grad, value = gradient_and_value(m)
+    gnorm = manifold.norm(m, grad)
+    t = np.full(batch, float(step))
     it = 0
     while True:
-        if manifold.blockwise:
-            grad = split_sample_sum(lambda xs, ws: manifold.mean_log(m, xs, ws), x, w, -nd - 1)
-        else:
-            grad = manifold.mean_log(m, x, w)
-        gnorm = manifold.norm(m, grad)
         active = gnorm > tol
         if not np.any(active) or it >= max_iter:
             break
         it += 1
-        mask = active.reshape(active.shape + (1,) * nd)
-        m = np.where(mask, manifold.exp(m, step * grad), m)
+        trial = np.where(expand(active), manifold.exp(m, expand(t) * grad), m)
+        new_grad, new_value = gradient_and_value(trial)
+        new_gnorm = manifold.norm(trial, new_grad)
+        decrease = ARMIJO * t * gnorm**2
+        noise = F_ACCURACY * np.abs(value)
+        ok = active & np.isfinite(new_value) & np.isfinite(new_gnorm) & (
+            (new_value <= value - decrease)
+            | ((decrease <= noise) & (new_value <= value + noise) & (new_gnorm < gnorm)))
+        m = np.where(expand(ok), trial, m)
+        grad = np.where(expand(ok), new_grad, grad)
+        value = np.where(ok, new_value, value)
+        gnorm = np.where(ok, new_gnorm, gnorm)
+        t = np.where(ok, np.minimum(2.0 * t, step), np.where(active, 0.5 * t, t))
+        if np.any(active & (t < 1e-30)):
+            break
     converged = bool(np.all(gnorm <= tol))
+    if not converged:
+        warnings.warn(f"the Karcher iteration stopped after {it} iterations with gradient norm "
+                      f"{float(np.max(gnorm)):.3g} > tol = {tol:g}: the mean returned is not "
+                      f"converged (raise max_iter)", ConvergenceWarning, stacklevel=2)
     radius = None
     if manifold.curvature_bounds[1] > 0 and on_spread != "ignore":
         radius = np.max(manifold.dist(np.expand_dims(m, -nd - 1), x), axis=-1)

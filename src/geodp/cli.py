@@ -137,11 +137,34 @@ def cmd_release_mean(args: argparse.Namespace) -> None:
                                    rng=args.seed, restrict=args.restrict, delta=args.delta,
                                    mu=args.mu, rdp=rdp, footpoint=footpoint,
                                    tangent_sensitivity=args.tangent_sensitivity,
-                                   footpoint_budget=args.footpoint_budget)
+                                   footpoint_budget=args.footpoint_budget, steps=args.steps,
+                                   lr=args.lr)
     except (ValueError, BudgetExceededError) as exc:
         raise SystemExit(f"error: {exc}") from exc
     emit({"manifold": repr(manifold), "data": args.data, "radius": radius,
           "ball": origin, **rel.as_dict()})
+
+
+def cmd_release_pca(args: argparse.Namespace) -> None:
+    from .learn import private_pca
+    from .privacy import BudgetExceededError, BudgetLedger
+
+    points, manifold = read_points(args.data, _manifold_arg(args.manifold))
+    if points.ndim != 2:
+        raise SystemExit(f"PCA needs vectors: {args.data!r} holds points of shape {points.shape[1:]}")
+    ledger = None
+    if args.ledger is not None:
+        try:
+            ledger = BudgetLedger(args.ledger)
+        except FileNotFoundError as exc:
+            raise SystemExit(f"{exc}; create it with 'geodp budget init'") from exc
+    try:
+        rel = private_pca(points, args.epsilon, args.delta, args.norm_bound, steps=args.steps,
+                          lr=args.lr, clip_data=args.clip_data, rng=args.seed, ledger=ledger,
+                          progress=not args.quiet)
+    except (ValueError, BudgetExceededError) as exc:
+        raise SystemExit(f"error: {exc}") from exc
+    emit({"data": args.data, "dimension": points.shape[1], **rel.as_dict()})
 
 
 def cmd_reproduce(args: argparse.Namespace) -> None:
@@ -207,11 +230,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("data", help="a .npy/.csv file or a built-in data set name")
     p.add_argument("--manifold", help=SPEC_HELP)
     p.add_argument("--mechanism", default="laplace",
-                   choices=["laplace", "wrapped-laplace", "wrapped-gaussian"],
-                   help="Riemannian Laplace (Reimherr et al. 2021; any manifold) or the "
-                        "exponential-wrapped Laplace / Gaussian (Hadamard manifolds)")
+                   choices=["laplace", "wrapped-laplace", "wrapped-gaussian", "dp-rgd"],
+                   help="Riemannian Laplace (Reimherr et al. 2021; any manifold), the "
+                        "exponential-wrapped Laplace / Gaussian (Hadamard manifolds) or DP "
+                        "Riemannian gradient descent (Han et al.; any manifold)")
     p.add_argument("--epsilon", type=float, help="epsilon of epsilon-DP or (epsilon, delta)-DP")
-    p.add_argument("--delta", type=float, help="delta of (epsilon, delta)-DP (wrapped-gaussian)")
+    p.add_argument("--delta", type=float,
+                   help="delta of (epsilon, delta)-DP (wrapped-gaussian, dp-rgd)")
+    p.add_argument("--steps", type=int, default=3, help="dp-rgd: gradient steps (default 3)")
+    p.add_argument("--lr", type=float, default=0.7, help="dp-rgd: step size (default 0.7)")
     p.add_argument("--mu", type=float, help="mu of mu-GDP (wrapped-gaussian)")
     p.add_argument("--rdp-alpha", type=float, help="order alpha of (alpha, eps)-RDP")
     p.add_argument("--rdp-epsilon", type=float, help="eps of (alpha, eps)-RDP")
@@ -229,6 +256,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ledger", help="budget ledger to charge (see 'geodp budget')")
     p.add_argument("--seed", type=int, help="seed for reproducible noise (default: OS entropy)")
     p.set_defaults(func=cmd_release_mean)
+
+    p = rsub.add_parser("pca", help="a differentially private leading eigenvector",
+                        description="Release the leading eigenvector of (1/n) sum_i z_i z_i^T by DP "
+                                    "Riemannian gradient descent on the sphere (Han et al., "
+                                    "Section 5.1); prints the release as JSON.")
+    p.add_argument("data", help="a .npy/.csv file of vectors (one per row) or a built-in data set")
+    p.add_argument("--manifold", help="for files: euclidean:D, the length of each row")
+    p.add_argument("--epsilon", type=float, required=True, help="epsilon of (epsilon, delta)-DP")
+    p.add_argument("--delta", type=float, required=True, help="delta of (epsilon, delta)-DP")
+    p.add_argument("--norm-bound", type=float, required=True,
+                   help="public bound on every row's Euclidean norm (not computed from the data)")
+    p.add_argument("--clip-data", action="store_true", help="scale rows above the bound back to it")
+    p.add_argument("--steps", type=int, default=100, help="gradient steps (default 100)")
+    p.add_argument("--lr", type=float, help="step size (default 1 / (2 norm_bound^2))")
+    p.add_argument("--ledger", help="budget ledger to charge (see 'geodp budget')")
+    p.add_argument("--seed", type=int, help="seed for reproducible noise (default: OS entropy)")
+    p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    p.set_defaults(func=cmd_release_pca)
 
     p = sub.add_parser("reproduce", help="regenerate a paper's figures (PNG + CSV)",
                        description="Reproduce the figures of the papers geodp implements.")

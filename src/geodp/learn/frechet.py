@@ -14,9 +14,10 @@ from ..privacy import (GDP, RDP, ApproxDP, BudgetLedger, Guarantee, PureDP, anal
                        gdp_to_pure_equivalent, rdp_sigma)
 from ..statistics import frechet_mean, frechet_mean_sensitivity
 from .data_ball import enforce_ball
+from .dp_rgd import dp_rsgd
 from .release import Release
 
-MECHANISMS = ("laplace", "wrapped-laplace", "wrapped-gaussian")
+MECHANISMS = ("laplace", "wrapped-laplace", "wrapped-gaussian", "dp-rgd")
 SUBSAMPLE_FRACTION = 0.05
 
 
@@ -26,6 +27,11 @@ def target_guarantee(mechanism: str, epsilon, delta, mu, rdp) -> Guarantee:
         raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
     given = {k for k, v in {"epsilon": epsilon, "delta": delta, "mu": mu, "rdp": rdp}.items()
              if v is not None}
+    if mechanism == "dp-rgd":
+        if given != {"epsilon", "delta"} or not delta > 0:
+            raise ValueError(f"DP-RGD gives (epsilon, delta)-DP: pass epsilon and delta > 0 (got "
+                             f"{sorted(given)})")
+        return ApproxDP(epsilon, delta)
     if mechanism in ("laplace", "wrapped-laplace"):
         if given != {"epsilon"}:
             raise ValueError(f"the {mechanism} mechanism gives epsilon-DP: pass epsilon only "
@@ -100,6 +106,22 @@ def _private_footpoint(mech: RiemannianLaplace, m: int, x, center, rng) -> tuple
     return value, {"subsample_size": m, "scale": mech.scale, "sampler": mech.last_info.as_dict()}
 
 
+def _dp_rgd_mean(manifold, x, target, center, radius, steps, lr, ledger, rng, clipped) -> Release:
+    """The Fréchet mean by DP-RGD (see ``private_frechet_mean``)."""
+    nd = len(manifold.point_shape)
+
+    def gradients(w, batch):
+        return -manifold.log(np.expand_dims(w, -nd - 1), batch)
+
+    def loss(w, data):
+        return 0.5 * float(np.mean(manifold.dist(np.expand_dims(w, -nd - 1), data) ** 2))
+
+    rel = dp_rsgd(manifold, gradients, x, target.epsilon, target.delta, steps, lr=lr, init=center,
+                  clip=2.0 * radius, rng=rng, loss=loss, ledger=ledger, label="Fréchet mean (dp-rgd)")
+    rel.diagnostics.update(clipped_to_ball=clipped)
+    return rel
+
+
 def private_frechet_mean(points: Array, manifold: Manifold, epsilon: float | None = None,
                          center: Array | None = None, radius: float | None = None,
                          mechanism: str = "laplace", clip: bool = False,
@@ -108,7 +130,8 @@ def private_frechet_mean(points: Array, manifold: Manifold, epsilon: float | Non
                          restrict: bool = False, delta: float | None = None,
                          mu: float | None = None, rdp: tuple[float, float] | None = None,
                          footpoint: Array | str | None = None,
-                         tangent_sensitivity: float | None = None, footpoint_budget: float = 0.1) -> Release:
+                         tangent_sensitivity: float | None = None, footpoint_budget: float = 0.1,
+                         steps: int = 3, lr: float = 0.7) -> Release:
     """A differentially private Fréchet mean of data in the public ball B_radius(center).
 
     Mechanisms:
@@ -122,6 +145,11 @@ def private_frechet_mean(points: Array, manifold: Manifold, epsilon: float | Non
       of a random 5% subsample spending ``footpoint_budget`` of the budget (the paper's appendix
       A.3.1). ``tangent_sensitivity`` is a caller-proved bound on |Log_p0 f(D) - Log_p0 f(D')|
       (default: Delta, valid because Log_p0 is 1-Lipschitz on Hadamard manifolds).
+    - ``"dp-rgd"``: the mean as empirical risk minimisation, F(w) = (1/2n) sum_i rho(w, x_i)^2,
+      by DP Riemannian gradient descent (Han et al., Algorithm 1; ``dp_rsgd``) from the public
+      ``center``, full batch, ``steps`` steps of size ``lr``; per-record gradients -Log_w(x_i)
+      clipped to 2 * radius (their norm while w stays in the data ball). Gives (epsilon,
+      delta)-DP with ``delta``.
 
     ``center`` and ``radius`` must not depend on the data; neighbouring data sets differ in one
     record (n is public). With a ``ledger`` the release's guarantee is reserved before any
@@ -151,6 +179,8 @@ def private_frechet_mean(points: Array, manifold: Manifold, epsilon: float | Non
     elif isinstance(footpoint, str) and footpoint != "private":
         raise ValueError(f"footpoint must be a point or 'private', got {footpoint!r}")
     x, clipped = enforce_ball(manifold, x, center, radius, clip)
+    if mechanism == "dp-rgd":
+        return _dp_rgd_mean(manifold, x, target, center, radius, steps, lr, ledger, rng, clipped)
     fit = frechet_mean(manifold, x, init=center, tol=1e-12, max_iter=10_000, on_spread="ignore")
     if not fit.converged:
         raise RuntimeError("the Fréchet mean did not converge; the sensitivity bound needs the "

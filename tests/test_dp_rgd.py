@@ -1,0 +1,151 @@
+"""DP Riemannian gradient descent (Han et al.): exact tangent noise, calibration, clipping,
+convergence without noise, outputs, ledger and the applications (PCA, Fréchet mean)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import geodp
+from geodp.learn import dp_rsgd, private_pca
+from geodp.learn.dp_rgd import LipschitzViolation, clipped_sum, paper_sigma
+from geodp.learn.pca import pca_gradients
+from geodp.manifolds import SPD, Euclidean, Hyperbolic, Sphere
+from geodp.mechanisms.tangent_gaussian import TangentGaussian
+from geodp.privacy import GDP, BudgetLedger, composed_epsilon
+from geodp.statistics import frechet_mean
+
+N_DRAWS = 20_000
+# KS critical value at level 1e-3: 1.95 / sqrt(N); a sampler off by 3% in scale exceeds it
+KS_LIMIT = 1.95 / math.sqrt(N_DRAWS)
+
+
+@pytest.mark.parametrize("manifold,point", [
+    (SPD(3), np.array([[4.0, 1.0, 0.5], [1.0, 2.0, 0.3], [0.5, 0.3, 0.5]])),
+    (Hyperbolic(2), Hyperbolic(2).exp(np.array([1.0, 0, 0]), np.array([0, 1.5, -0.7]))),
+    (Sphere(3), Sphere(3).project(np.array([1.0, 2.0, -1.0, 0.5]))),
+])
+def test_tangent_gaussian_is_exactly_isotropic_in_the_metric(manifold, point):
+    sigma = 0.7
+    xi = TangentGaussian(manifold, sigma).sample(point, N_DRAWS, rng=0)
+    coords = manifold.to_coords(point, xi)
+    for j in range(manifold.dim):
+        assert stats.kstest(coords[:, j] / sigma, "norm").statistic < KS_LIMIT
+    sq = manifold.inner(point, xi, xi) / sigma**2
+    assert stats.kstest(sq, stats.chi2(manifold.dim).cdf).statistic < KS_LIMIT
+    assert abs(np.corrcoef(coords.T)[0, 1]) < 4 / math.sqrt(N_DRAWS)
+
+
+def test_ambient_isotropic_noise_fails_the_same_test_on_spd():
+    """Power: N(0, sigma^2) entries of a symmetric matrix ignore the metric tr(P^-1 U P^-1 V)."""
+    m, p = SPD(3), np.diag([4.0, 2.0, 0.5])
+    rng = np.random.default_rng(0)
+    raw = rng.normal(scale=0.7, size=(N_DRAWS, 3, 3))
+    sq = m.inner(p, 0.5 * (raw + np.swapaxes(raw, -1, -2)), 0.5 * (raw + np.swapaxes(raw, -1, -2)))
+    assert stats.kstest(sq / 0.49, stats.chi2(6).cdf).statistic > 10 * KS_LIMIT
+
+
+@pytest.mark.parametrize("batch_size,sampling", [(None, "poisson"), (50, "poisson"),
+                                                 (50, "without_replacement")])
+def test_noise_multiplier_meets_the_target_and_is_tight(batch_size, sampling):
+    z = np.random.default_rng(1).normal(size=(1000, 3))
+    rel = dp_rsgd(Sphere(2), pca_gradients, z, 1.0, 1e-5, steps=30, batch_size=batch_size,
+                  sampling=sampling, init=np.eye(3)[0], clip=2.0, rng=0)
+    g = rel.guarantee
+    if batch_size is None:  # full batch: the exact Gaussian composition, sqrt(T)/z-GDP
+        assert g.to_approx(1e-5).epsilon <= 1.0
+        assert GDP(math.sqrt(30) / (g.noise_multiplier * (1 - 1e-6))).to_approx(1e-5).epsilon > 1.0
+    else:
+        accountant = "rdp" if sampling == "without_replacement" else "pld"
+        assert composed_epsilon(g.noise_multiplier, 1e-5, g.sample_rate, g.steps, g.sampling,
+                                accountant=accountant) <= 1.0
+        assert composed_epsilon(g.noise_multiplier * (1 - 1e-3), 1e-5, g.sample_rate, g.steps,
+                                g.sampling, accountant=accountant) > 1.0
+    assert rel.sensitivity == (4.0 if sampling == "without_replacement" and batch_size else 2.0)
+    d = rel.diagnostics
+    assert d["paper_sigma_mean"] == pytest.approx(paper_sigma(30, 1e-5, 2.0, 1000, 1.0))
+    assert rel.scale == pytest.approx(g.noise_multiplier * rel.sensitivity)
+
+
+def test_clipping_bounds_each_records_influence():
+    rng = np.random.default_rng(2)
+    m = SPD(3)
+    w = m.random_ball(np.eye(3), 1.0, None, rng)
+    grads = m.random_ball(np.eye(3), 2.0, 40, rng) - np.eye(3)  # symmetric tangent vectors
+    for factor in (1e-3, 1.0, 1e6):  # adversarial extra record, tiny to huge
+        extra = factor * (m.random_ball(np.eye(3), 1.0, None, rng) - np.eye(3))
+        s, _ = clipped_sum(m, w, grads, 0.5)
+        s_add, _ = clipped_sum(m, w, np.concatenate([grads, extra[None]]), 0.5)
+        s_rep, _ = clipped_sum(m, w, np.concatenate([grads[1:], extra[None]]), 0.5)
+        assert m.norm(w, s_add - s) <= 0.5 * (1 + 1e-12)
+        assert m.norm(w, s_rep - s) <= 1.0 * (1 + 1e-12)
+    with pytest.raises(LipschitzViolation, match="lipschitz"):
+        clipped_sum(m, w, grads, 1e-6, lipschitz=True)
+
+
+def test_without_noise_the_iteration_reaches_the_optimum():
+    rng = np.random.default_rng(3)
+    z = rng.normal(size=(2000, 6)) * np.array([3, 1, 1, 1, 0.5, 0.5])
+    z /= np.maximum(1.0, np.linalg.norm(z, axis=1) / 5.0)[:, None]
+    top = np.linalg.eigh(z.T @ z / len(z))[1][:, -1]
+    rel = private_pca(z, 1e7, 1e-5, norm_bound=5.0, steps=300, lr=0.05, rng=0)
+    assert abs(rel.value @ top) > 1 - 1e-6
+    m = SPD(2)
+    x = m.random_ball(np.eye(2), 0.8, 300, rng)
+    mean = frechet_mean(m, x).mean
+    rel = geodp.private_frechet_mean(x, m, epsilon=1e7, delta=1e-5, center=np.eye(2), radius=1.0,
+                                     mechanism="dp-rgd", steps=30, lr=1.0, rng=0)
+    assert m.dist(rel.value, mean) < 1e-4  # the noise left at epsilon = 1e7: about 1e-5
+
+
+def test_outputs_ledger_and_loss_trace(tmp_path):
+    z = np.random.default_rng(4).normal(size=(400, 3))
+    ledger = BudgetLedger(tmp_path / "l.db", 2.0, 1e-5)
+    results = {}
+    for output in ("last", "random", "average", "weighted-average"):
+        rel = private_pca(z / 4, 0.4, 1e-5, norm_bound=2.0, steps=20, output=output, rng=5,
+                          ledger=ledger, clip_data=True)
+        Sphere(2).check_point(rel.value)
+        results[output] = rel
+    assert len(results["last"].diagnostics["non_private"]["loss_trace"]) == 20
+    assert not np.allclose(results["average"].value, results["last"].value)
+    assert len(ledger.history()) == 4 and ledger.spent()[0] <= 2.0
+    with pytest.raises(geodp.privacy.BudgetExceededError):
+        private_pca(z / 4, 3.0, 1e-5, norm_bound=2.0, rng=0, ledger=ledger, clip_data=True)
+
+
+def test_pca_refuses_data_beyond_the_public_bound_unless_clipped():
+    z = np.random.default_rng(5).normal(size=(100, 4))
+    with pytest.raises(ValueError, match="norm_bound"):
+        private_pca(z, 1.0, 1e-5, norm_bound=1.0)
+    rel = private_pca(z, 1.0, 1e-5, norm_bound=1.0, clip_data=True, steps=5, rng=0)
+    assert rel.diagnostics["rows_scaled_to_bound"] > 0
+
+
+@pytest.mark.parametrize("bad,match", [
+    (dict(clip=None), "exactly one of clip"),
+    (dict(clip=1.0, lipschitz=1.0), "exactly one of clip"),
+    (dict(steps=0), "steps"),
+    (dict(batch_size=0), "batch_size"),
+    (dict(output="best"), "output"),
+    (dict(init=None), "init"),
+    (dict(epsilon=-1), "epsilon"),
+])
+def test_invalid_parameters_are_refused(bad, match):
+    args = dict(epsilon=1.0, delta=1e-5, steps=3, init=np.zeros(2), clip=1.0)
+    args.update(bad)
+    with pytest.raises(ValueError, match=match):
+        dp_rsgd(Euclidean(2), lambda w, b: b - w, np.ones((10, 2)), **args)
+
+
+def test_dp_rgd_mean_needs_delta_and_reports_its_accounting():
+    m, x = Hyperbolic(2), Hyperbolic(2).random_ball(np.array([1.0, 0, 0]), 0.5, 200, 0)
+    with pytest.raises(ValueError, match="delta"):
+        geodp.private_frechet_mean(x, m, 1.0, np.array([1.0, 0, 0]), 0.5, mechanism="dp-rgd")
+    rel = geodp.private_frechet_mean(x, m, 1.0, np.array([1.0, 0, 0]), 0.5, mechanism="dp-rgd",
+                                     delta=1e-6, rng=1)
+    assert rel.diagnostics["accountant"] == "exact Gaussian (GDP)"
+    assert rel.guarantee.to_approx(1e-6).epsilon <= 1.0

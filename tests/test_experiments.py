@@ -7,7 +7,7 @@ import importlib.util
 
 import numpy as np
 
-from geodp.experiments import reimherr2021, wrapped
+from geodp.experiments import dp_rgd, reimherr2021, wrapped
 
 HAS_MPL = importlib.util.find_spec("matplotlib") is not None
 
@@ -38,3 +38,17 @@ def test_wrapped_reproduction(tmp_path):
     real = read(tmp_path / "real_data_digits.csv")
     assert {r["class"] for r in real} == {str(c) for c in range(10)}
     assert "digits" in summary["substitution"]
+
+
+def test_dp_rgd_reproduction(tmp_path, monkeypatch):
+    monkeypatch.setattr(dp_rgd, "PCA_SIZES", (2000, 5000))
+    monkeypatch.setattr(dp_rgd, "SPD_SIZES", (10, 100))
+    summary = dp_rgd.run(tmp_path, reps=2, seed=3)
+    pca = read(tmp_path / "figure1a_pca.csv")
+    assert {r["method"] for r in pca} == {"DP-RGD (paper)", "DP-PGD (paper)", "DP-RGD (sound, clip = L0)"}
+    spd = read(tmp_path / "figure1b_spd_mean.csv")
+    fm = [r for r in spd if r["method"].startswith("DP-FM")]
+    assert fm[0]["excess_risk"] == "nan" and "not normalisable" in fm[0]["note"]
+    assert float(fm[1]["excess_risk"]) > 0
+    assert len(summary["real_data"]) == 6
+    assert summary["png"] == HAS_MPL and (tmp_path / "figure1.png").exists() == HAS_MPL

@@ -69,3 +69,40 @@ def sphere_uniform_rejection_rate(sigma: float, rng: np.random.Generator,
         rho = np.arccos(np.clip(u @ eta, -1, 1))
         got += int(np.sum(rng.random(len(u)) < np.exp(-rho / sigma)))
     return got / (time.perf_counter() - t0)
+
+
+def dp_pgd(manifold, egrad, data: np.ndarray, sigma: float, steps: int, lr: float,
+           init: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """DP projected gradient descent in the ambient space (the DP-PGD of Han et al., Section 5.1):
+    w <- project(w - lr (mean Euclidean gradient + N(0, sigma^2 I))), the noise isotropic in the
+    ambient coordinates. A baseline with the noise variance of DP-RGD, as in the paper."""
+    w = np.asarray(init, dtype=float)
+    for _ in range(steps):
+        g = np.mean(egrad(w, data), axis=0) + sigma * rng.standard_normal(w.shape)
+        w = manifold.project(w - lr * g)
+    return w
+
+
+def spd_tangent_metropolis(w: np.ndarray, sigma: float, burn_in: int, thin: int,
+                           rng: np.random.Generator) -> np.ndarray:
+    """One draw of N_W(0, sigma^2) on SPD(r) the way the DP-RGD paper's code draws it: random-walk
+    Metropolis-Hastings on the r(r+1)/2 free entries of a symmetric matrix E, target
+    exp(-tr(W^-1 E W^-1 E) / (2 sigma^2)), ``burn_in`` steps then ``thin`` more per kept draw."""
+    r = w.shape[0]
+    winv = np.linalg.inv(w)
+    iu = np.triu_indices(r)
+
+    def log_target(e):
+        m = winv @ e
+        return -np.trace(m @ m) / (2 * sigma * sigma)
+
+    e = np.zeros((r, r))
+    lp = log_target(e)
+    for _ in range(burn_in + thin):
+        step = np.zeros((r, r))
+        step[iu] = sigma * rng.standard_normal(len(iu[0]))
+        prop = e + step + np.triu(step, 1).T
+        lq = log_target(prop)
+        if np.log(rng.random()) < lq - lp:
+            e, lp = prop, lq
+    return e

@@ -2,7 +2,8 @@
 
 from .dp_rgd import dp_rsgd
 from .frechet import private_frechet_mean
+from .jax_grad import jax_per_sample_grad
 from .pca import private_pca
 from .release import Release
 
-__all__ = ["private_frechet_mean", "dp_rsgd", "private_pca", "Release"]
+__all__ = ["private_frechet_mean", "dp_rsgd", "private_pca", "jax_per_sample_grad", "Release"]

@@ -92,6 +92,58 @@ def digits() -> None:
     save("digits-gaussians", hyper, y)
 
 
+def connectomes(data: Path) -> None:
+    """28 x 28 functional-connectivity matrices of 86 subjects (MLSP 2014 schizophrenia
+    challenge), assembled as geomstats' load_connectomes does: the 378 correlations fill the
+    strict upper triangle row by row, and the symmetrisation (M + M^T)/2 of I + upper leaves
+    (I + R)/2, R the correlation matrix."""
+    import csv
+
+    with open(data / "connectomes" / "train_FNC.csv") as f:
+        rows = list(csv.reader(f))[1:]
+    with open(data / "connectomes" / "train_labels.csv") as f:
+        labels = {r[0]: int(r[1]) for r in list(csv.reader(f))[1:]}
+    values = np.array([[float(v) for v in r[1:]] for r in rows])
+    upper = np.zeros((len(rows), 28, 28))
+    upper[:, *np.triu_indices(28, 1)] = values
+    mats = np.eye(28) + 0.5 * (upper + np.swapaxes(upper, 1, 2))
+    # any correlation matrix R has eigenvalues in [0, 28], so (I + R)/2 has them in [1/2, 29/2]:
+    # a data-independent ball around sqrt(29)/2 I of radius sqrt(28) log(29) / 2
+    lam = np.linalg.eigvalsh(mats)
+    assert lam.min() >= 0.5 - 1e-12 and lam.max() <= 14.5 + 1e-12
+    save("connectomes", mats, np.array([labels[r[0]] for r in rows]), size=28,
+         public_center=(np.sqrt(29.0) / 2 * np.eye(28)).tolist(),
+         public_radius=float(np.sqrt(28.0) * np.log(29.0) / 2))
+
+
+EMG_WINDOW, EMG_ETA = 500, 1.0
+
+
+def emg(data: Path) -> None:
+    """8 x 8 covariance matrices of windows of 500 consecutive samples of 8-channel forearm EMG,
+    within one recording and one hand sign, plus eta I (eta = 1 ADC unit^2). Samples are 8-bit
+    (0..255), so each variance is at most 127.5^2 and the eigenvalues lie in
+    [eta, 8 * 127.5^2 + eta]: a data-independent ball around sqrt(eta * top) I."""
+    import csv
+
+    with open(data / "emg" / "emg.csv") as f:
+        rows = list(csv.reader(f))[1:]
+    signal = np.array([[float(v) for v in r[1:9]] for r in rows])
+    keys = np.array([f"{r[10]}|{r[9]}" for r in rows])
+    change = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+    covs, labels = [], []
+    for lo, hi in zip(np.r_[0, change], np.r_[change, len(keys)]):
+        for start in range(lo, hi - EMG_WINDOW + 1, EMG_WINDOW):
+            seg = signal[start:start + EMG_WINDOW]
+            covs.append(np.cov(seg, rowvar=False) + EMG_ETA * np.eye(8))
+            labels.append(keys[lo].split("|")[1])
+    top = 8 * 127.5**2 + EMG_ETA
+    center_scale = float(np.sqrt(EMG_ETA * top))
+    radius = float(np.sqrt(8.0) * 0.5 * np.log(top / EMG_ETA))
+    save("emg-covariance", np.array(covs), np.array(labels), eta=EMG_ETA, window=EMG_WINDOW,
+         public_center=(center_scale * np.eye(8)).tolist(), public_radius=radius)
+
+
 def iris() -> None:
     d = load_iris()
     save("iris", d.data.astype(float), d.target)
@@ -102,5 +154,7 @@ if __name__ == "__main__":
     geomstats_data = Path(sys.argv[1])
     cities(geomstats_data)
     cells(geomstats_data)
+    connectomes(geomstats_data)
+    emg(geomstats_data)
     digits()
     iris()

@@ -72,3 +72,11 @@ def test_cli_help_on_every_subcommand():
         res = subprocess.run([sys.executable, "-m", "geodp.cli", *cmd, "--help"],
                              capture_output=True, text=True)
         assert res.returncode == 0 and "usage" in res.stdout, cmd
+
+
+@pytest.mark.parametrize("name,size", [("connectomes", 28), ("emg-covariance", 8)])
+def test_large_spd_data_sets_lie_in_their_public_balls(name, size):
+    ds = datasets.load(name)
+    assert ds.manifold.point_shape == (size, size)
+    center, radius = ds.public_ball()
+    assert np.max(ds.manifold.dist(center, ds.points)) < radius

@@ -149,3 +149,16 @@ def test_dp_rgd_mean_needs_delta_and_reports_its_accounting():
                                      delta=1e-6, rng=1)
     assert rel.diagnostics["accountant"] == "exact Gaussian (GDP)"
     assert rel.guarantee.to_approx(1e-6).epsilon <= 1.0
+
+
+def test_jax_per_sample_gradients_match_the_closed_form():
+    jnp = pytest.importorskip("jax.numpy")
+    from geodp.learn import jax_per_sample_grad
+
+    grad = jax_per_sample_grad(lambda w, z: -jnp.dot(w, z) ** 2)
+    z = np.random.default_rng(6).normal(size=(50, 4))
+    w = Sphere(3).project(np.ones(4))
+    riemannian = Sphere(3).egrad_to_rgrad(w, grad(w, z))
+    assert np.allclose(riemannian, pca_gradients(w, z), atol=1e-5)
+    rel = dp_rsgd(Sphere(3), grad, z, 1.0, 1e-5, 5, init=w, clip=10.0, euclidean_grad=True, rng=0)
+    Sphere(3).check_point(rel.value)

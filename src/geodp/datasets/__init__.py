@@ -64,6 +64,16 @@ _REGISTRY: dict[str, tuple[Callable[[dict], Manifold], str, str]] = {
     "digits-gaussians": (lambda meta: Hyperbolic(2, curvature=-0.5),
                          "Fisher-Rao points N(mu, sigma^2) of 1797 digits' intensities (H^2, k=-1/2)",
                          _UCI_DIGITS),
+    "connectomes": (lambda meta: SPD(28),
+                    "86 brain functional-connectivity matrices (I + R)/2, R the 28 x 28 "
+                    "correlations (SPD(28)); labels: schizophrenia 1, control 0",
+                    "MLSP 2014 Schizophrenia Classification Challenge (Kaggle), via the geomstats "
+                    "2.8.0 wheel (MIT)"),
+    "emg-covariance": (lambda meta: SPD(8),
+                       "1440 covariance matrices of 500-sample windows of 8-channel forearm EMG "
+                       "(SPD(8)); labels: hand sign",
+                       "geomstats 2.8.0 wheel (MIT), datasets/data/emg (Myo armband recordings "
+                       "of hand signs)"),
     "iris": (lambda meta: Euclidean(4), "Fisher's iris measurements (cm) in R^4",
              "UCI Iris (CC BY 4.0), bundled with scikit-learn (BSD-3-Clause)"),
 }

@@ -1,6 +1,6 @@
 """Throughput of exp/log/dist and Fréchet-mean time, geodp versus geomstats 2.8.0 and pyRiemann.
 
-Run: python benchmarks/bench_geometry.py [--scale 1.0] [--no-geomstats]
+Run: python benchmarks/bench_geometry.py [--scale 1.0] [--no-geomstats] [--contended]
 Each row prints points per second for geodp and the peer measured in the same run, their ratio,
 and the largest difference between the two results (the targets: >= 5x geomstats, >= 2x pyRiemann
 on SPD, results equal to 1e-8).
@@ -71,7 +71,33 @@ def diff(m, op, a, b):
     return float(np.max(np.abs(a - b)))
 
 
-def pyriemann_rows(scale):
+PYRIEMANN_SIZES = {2: 10**6, 3: 10**5, 5: 20_000, 8: 10_000, 16: 4_000, 28: 2_000}
+PYRIEMANN_MEAN_POINTS = 2_000
+
+
+def spd_batch(m, count, scale, rng):
+    """Exp_I of random symmetric matrices of Frobenius norm about ``scale`` (any n)."""
+    a = rng.standard_normal((count, m.n, m.n)) * scale / np.sqrt(2 * m.n)
+    return m.exp(np.eye(m.n), a + np.swapaxes(a, 1, 2))
+
+
+def pyriemann_cases(scale):
+    """(label, manifold, base point, batch, sample for the mean) for synthetic and real SPD data."""
+    from geodp import datasets
+
+    rng = np.random.default_rng(1)
+    cases = []
+    for n, count in PYRIEMANN_SIZES.items():
+        m = SPD(n)
+        x = spd_batch(m, max(int(count * scale), 100), 1.0, rng)
+        cases.append((f"SPD({n})", m, spd_batch(m, 1, 0.5, rng)[0], x, x[:PYRIEMANN_MEAN_POINTS]))
+    for name in ("emg-covariance", "connectomes"):
+        ds = datasets.load(name)
+        cases.append((f"{name} {ds.manifold!r}", ds.manifold, ds.points[0], ds.points, ds.points))
+    return cases
+
+
+def pyriemann_rows(scale, repeats=3):
     try:
         from pyriemann.utils.distance import distance_riemann
         from pyriemann.utils.mean import mean_riemann
@@ -82,14 +108,8 @@ def pyriemann_rows(scale):
         print("pyRiemann not installed (pip install pyriemann): skipping its rows")
         return []
     rows = []
-    rng = np.random.default_rng(1)
-    for n in (2, 3):
-        m = SPD(n)
-        size = int(CASES[f"spd-{n}"][1] * scale)
-        c = m.random_ball(np.eye(n), 0.5, None, rng)
-        x = m.random_ball(np.eye(n), 1.0, size, rng)
+    for label, m, c, x, sample in pyriemann_cases(scale):
         v = m.log(c, x)
-        sample = x[:MEAN_POINTS]
         pairs = {
             "exp": (lambda: exp_map_riemann(v, c, Cm12=True), lambda: m.exp(c, v)),
             "log": (lambda: log_map_riemann(x, c, C12=True), lambda: m.log(c, x)),
@@ -98,14 +118,33 @@ def pyriemann_rows(scale):
                      lambda: frechet_mean(m, sample, tol=1e-10).mean),
         }
         for op, (peer, mine) in pairs.items():
-            tp, rp = best_time(peer)
-            to, ro = best_time(mine)
-            unit = 1 if op == "mean" else size
-            rows.append({"case": f"SPD({n}) vs pyRiemann", "op": op,
-                         "n": MEAN_POINTS if op == "mean" else size,
+            tp, rp = best_time(peer, repeats)
+            to, ro = best_time(mine, repeats)
+            unit = 1 if op == "mean" else len(x)
+            rows.append({"case": f"{label} vs pyRiemann", "op": op,
+                         "n": len(sample) if op == "mean" else len(x),
                          "geodp/s": f"{unit / to:.3g}", "peer/s": f"{unit / tp:.3g}",
-                         "ratio": f"{tp / to:.1f}x", "max diff": f"{diff(m, op, ro, rp):.1e}"})
+                         "ratio": f"{tp / to:.2f}x", "max diff": f"{diff(m, op, ro, rp):.1e}",
+                         "t_geodp": to, "t_peer": tp})
     return rows
+
+
+def contended(scale):
+    """The pyRiemann rows again while a CPU-bound competitor runs: each side's slowdown."""
+    idle = pyriemann_rows(scale)
+    competitor = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        busy = pyriemann_rows(scale)
+    finally:
+        competitor.kill()
+        competitor.wait()
+    out = []
+    for a, b in zip(idle, busy):
+        out.append({"case": a["case"], "op": a["op"],
+                    "geodp slowdown": f"{b['t_geodp'] / a['t_geodp']:.2f}x",
+                    "pyRiemann slowdown": f"{b['t_peer'] / a['t_peer']:.2f}x",
+                    "ratio idle": a["ratio"], "ratio contended": b["ratio"]})
+    return out
 
 
 def main(argv=None):
@@ -113,6 +152,8 @@ def main(argv=None):
     ap.add_argument("--scale", type=float, default=1.0, help="multiply every problem size")
     ap.add_argument("--no-geomstats", action="store_true", help="skip the geomstats comparison")
     ap.add_argument("--only", nargs="*", choices=sorted(CASES), help="run only these cases")
+    ap.add_argument("--contended", action="store_true",
+                    help="also rerun the pyRiemann rows beside a CPU-bound competitor process")
     args = ap.parse_args(argv)
     cases = {k: v for k, v in CASES.items() if not args.only or k in args.only}
     rng = np.random.default_rng(0)
@@ -142,6 +183,10 @@ def main(argv=None):
     print(f"geodp splits large batches over {thread_count()} threads (GEODP_NUM_THREADS); "
           "the peers run on one")
     print_table(rows, ["case", "op", "n", "geodp/s", "peer/s", "ratio", "max diff"])
+    if args.contended:
+        print("\nwith a CPU-bound competitor process (slowdown = contended time / idle time)")
+        rows = contended(args.scale)
+        print_table(rows, list(rows[0]))
 
 
 if __name__ == "__main__":

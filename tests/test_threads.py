@@ -16,7 +16,7 @@ N = 7 * (_threads.MIN_BATCH // 7 + 1)
 def serial(fn):
     """fn() with every batch evaluated whole, in the calling thread."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(_threads, "_is_large", lambda count, min_batch: False)
+        mp.setattr(_threads, "_is_large", lambda *args: False)
         return fn()
 
 
@@ -24,6 +24,7 @@ def serial(fn):
                                       SPD(3, metric="log-euclidean")], ids=repr)
 def test_split_methods_equal_serial_calls(manifold, monkeypatch):
     monkeypatch.setattr(_threads, "thread_count", lambda: 3)
+    monkeypatch.setattr(_threads, "_busy_elsewhere", lambda: 0)
     monkeypatch.setattr(_threads, "BLOCK_BYTES", 2**16)
     rng = np.random.default_rng(0)
     c = base_point(manifold)
@@ -40,6 +41,7 @@ def test_split_methods_equal_serial_calls(manifold, monkeypatch):
 
 def test_split_sample_sum_matches_one_pass(monkeypatch):
     monkeypatch.setattr(_threads, "thread_count", lambda: 4)
+    monkeypatch.setattr(_threads, "_busy_elsewhere", lambda: 0)
     monkeypatch.setattr(_threads, "BLOCK_BYTES", 2**16)
     rng = np.random.default_rng(1)
     m = Sphere(3)
@@ -54,8 +56,12 @@ def test_split_sample_sum_matches_one_pass(monkeypatch):
     assert calls == [min(rows, N - lo) for lo in range(0, N, rows)] and np.array_equal(total, [N, N])
     calls.clear()
     _threads.split_sample_sum(lambda xs, ws: calls.append(len(ws[0])) or ws.sum(-1), x[:, :500, 0],
+                              np.ones((2, 500)), -1)
+    assert calls == [500], "data not worth splitting are summed in one call"
+    calls.clear()
+    _threads.split_sample_sum(lambda xs, ws: calls.append(len(ws[0])) or ws.sum(-1), x[:, :500, 0],
                               np.ones((2, 500)), -1, min_batch=10)
-    assert calls == [500], "data smaller than two blocks are summed in one call"
+    assert calls == [125] * 4, "data worth splitting but smaller than a block: a share per thread"
 
 
 def test_thread_count_setting(monkeypatch):
@@ -77,3 +83,27 @@ def test_forked_child_uses_its_own_pool(monkeypatch):
     with multiprocessing.get_context("fork").Pool(1) as pool:
         result = pool.apply_async(m.dist, (p, p[::-1])).get(timeout=60)
     assert np.array_equal(result, expected)
+
+
+def test_threads_yield_to_other_runnable_tasks(monkeypatch):
+    monkeypatch.delenv("GEODP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(_threads, "thread_count", lambda: 4)
+    monkeypatch.setattr(_threads, "_busy_elsewhere", lambda: 3)
+    assert _threads.threads_now() == 1
+    monkeypatch.setattr(_threads, "_busy_elsewhere", lambda: 1)
+    assert _threads.threads_now() == 3
+    monkeypatch.undo()
+    monkeypatch.setattr(_threads, "_busy_elsewhere", lambda: 3)
+    monkeypatch.setenv("GEODP_NUM_THREADS", "2")  # an explicit setting is obeyed
+    assert _threads.threads_now() == 2
+    assert _threads._busy_elsewhere() >= 0
+
+
+def test_large_matrices_are_split_by_bytes(monkeypatch):
+    monkeypatch.setattr(_threads, "thread_count", lambda: 2)
+    monkeypatch.setattr(_threads, "_busy_elsewhere", lambda: 0)
+    m = SPD(28)
+    x = m.exp(np.eye(28), 0.01 * np.random.default_rng(3).normal(size=(400, 28, 28)))
+    calls = []
+    _threads.split_batch(lambda a: calls.append(len(a)) or a, x, core_ndim=2)
+    assert len(calls) > 1 and sum(calls) == 400

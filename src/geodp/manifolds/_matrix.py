@@ -311,11 +311,16 @@ def _cholesky_entries(ent: Array) -> tuple:
 
 def is_positive_definite(a: Array) -> Array:
     """Whether the symmetric part of each matrix is positive definite: a closed-form Cholesky
-    factorisation for n = 2, 3, the smallest eigenvalue otherwise."""
+    factorisation for n = 2, 3; LAPACK's for larger n, the smallest eigenvalues only when it
+    fails somewhere."""
     a = np.asarray(a, dtype=float)
     n = a.shape[-1]
     if n not in (2, 3):
-        return eigvalsh(a)[..., 0] > 0
+        try:  # one batched Cholesky (a quarter of an eigendecomposition) in the common case
+            _lapack(np.linalg.cholesky, sym(a))
+            return np.ones(a.shape[:-2], dtype=bool)
+        except np.linalg.LinAlgError:
+            return eigvalsh(a)[..., 0] > 0
     l00, _, l11, _, _, l22 = _cholesky_entries(entries(a))
     ok = (l00 > 0) & (l11 > 0)
     return ok & (l22 > 0) if n == 3 else ok

@@ -3,9 +3,12 @@
 A large batch is cut into blocks of about ``BLOCK_BYTES`` per input, so that the temporaries of
 a vectorised formula stay in cache and in memory the allocator reuses (fresh megabyte-sized
 temporaries cost a page fault per 4 KiB). The blocks run on a thread pool: NumPy's ufunc loops
-and LAPACK release the GIL. ``GEODP_NUM_THREADS`` sets the number of threads (default: the CPUs
-this process may use; 1 keeps the blocking but runs it in the calling thread). Calls made from
-inside a worker run whole and serially, so nested batched calls never wait on their own pool.
+and LAPACK release the GIL. ``GEODP_NUM_THREADS`` sets the number of threads; by default it is
+the CPUs this process may use less those other runnable tasks occupy at the call (Linux
+``/proc/loadavg``), so a busy machine is not oversubscribed. While the pool works, BLAS is held
+to one thread (threadpoolctl), so its own threads never multiply ours. 1 thread keeps the
+blocking but runs it in the calling thread. Calls made from inside a worker run whole and
+serially, so nested batched calls never wait on their own pool.
 """
 
 from __future__ import annotations
@@ -23,6 +26,10 @@ Array = np.ndarray
 MIN_BATCH = 20_000
 """Smallest batch that is cut into blocks: below it, the bookkeeping costs more than it saves."""
 
+MIN_BYTES = 20_000 * 16
+"""Smallest input (bytes of its largest array) cut into blocks whatever its count: a few hundred
+large matrices are as much work as tens of thousands of small points."""
+
 BLOCK_BYTES = 3 * 2**19
 """Target size of one block of the largest input (1.5 MiB: a few temporaries fit in cache)."""
 
@@ -30,7 +37,8 @@ _state = threading.local()
 
 
 def thread_count() -> int:
-    """Threads used for large batches: ``GEODP_NUM_THREADS`` or the CPUs available to the process."""
+    """Most threads used for large batches: ``GEODP_NUM_THREADS`` or the CPUs available to the
+    process."""
     env = os.environ.get("GEODP_NUM_THREADS")
     if env:
         if not env.isdigit() or int(env) < 1:
@@ -39,6 +47,52 @@ def thread_count() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
+
+
+def _runnable_here() -> int:
+    """Runnable threads of this process (state R in /proc/self/task/*/stat): this thread, and
+    BLAS or pool threads still spinning after their last task."""
+    count = 0
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/stat") as f:
+                count += f.read().rsplit(")", 1)[1].split()[0] == "R"
+        except (OSError, IndexError):
+            continue
+    return max(count, 1)
+
+
+def _busy_elsewhere() -> int:
+    """Runnable tasks of other processes right now: the 4th field of /proc/loadavg counts every
+    runnable scheduling entity, less this process's own; 0 where /proc cannot be read."""
+    try:
+        with open("/proc/loadavg") as f:
+            running = int(f.read().split()[3].split("/")[0])
+        return max(running - _runnable_here(), 0)
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def threads_now() -> int:
+    """Threads for a large batch now: ``GEODP_NUM_THREADS`` when set, else the CPUs of the process
+    not taken by other runnable tasks (at least one)."""
+    if os.environ.get("GEODP_NUM_THREADS"):
+        return thread_count()
+    return max(1, thread_count() - _busy_elsewhere())
+
+
+@lru_cache(maxsize=1)
+def _blas_controller():
+    """threadpoolctl's view of the BLAS libraries loaded (built once: a fresh scan costs ~1 ms;
+    NumPy's BLAS, the one the batched kernels call, is loaded with NumPy)."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+def _blas_limited(threads: int):
+    """A context holding the BLAS libraries to ``threads`` threads."""
+    return _blas_controller().limit(limits=threads, user_api="blas")
 
 
 @lru_cache(maxsize=4)
@@ -51,8 +105,12 @@ def _pool(workers: int, pid: int) -> ThreadPoolExecutor:
 def _run_blocks(task: Callable[[int, int], object], size: int, rows: int) -> list:
     """task(lo, hi) over consecutive blocks of ``rows`` rows covering range(size), in order."""
     bounds = list(range(0, size, max(1, rows))) + [size]
-    workers = thread_count()
-    if workers < 2 or len(bounds) == 2:
+    available = threads_now()
+    workers = available if len(bounds) > 2 else 1
+    if workers < 2:
+        if available < thread_count():  # other processes are busy: BLAS keeps to what is left
+            with _blas_limited(available):
+                return [task(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
         return [task(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
 
     def run(lo: int, hi: int) -> object:
@@ -62,15 +120,21 @@ def _run_blocks(task: Callable[[int, int], object], size: int, rows: int) -> lis
         finally:
             _state.inside = False
 
-    return list(_pool(workers, os.getpid()).map(run, bounds[:-1], bounds[1:]))
+    with _blas_limited(1):
+        return list(_pool(workers, os.getpid()).map(run, bounds[:-1], bounds[1:]))
 
 
-def _is_large(count: int, min_batch: int) -> bool:
-    return count >= min_batch and not getattr(_state, "inside", False)
+def _is_large(count: int, min_batch: int, nbytes: int = 0) -> bool:
+    """Worth cutting into blocks: ``min_batch`` items or the matching bytes (``MIN_BYTES`` at the
+    default ``MIN_BATCH``), and not already inside a worker."""
+    enough = count >= min_batch or nbytes >= MIN_BYTES * min_batch // MIN_BATCH
+    return enough and not getattr(_state, "inside", False)
 
 
-def _rows_per_block(row_bytes: int) -> int:
-    return max(1, BLOCK_BYTES // max(row_bytes, 1))
+def _rows_per_block(row_bytes: int, size: int) -> int:
+    """Rows of about BLOCK_BYTES, and at most an equal share per thread available now (a batch
+    worth splitting keeps every thread busy even when it is smaller than two blocks)."""
+    return max(1, min(BLOCK_BYTES // max(row_bytes, 1), -(-size // threads_now())))
 
 
 def split_batch(fn: Callable[..., Array], *arrays: Array, core_ndim: int,
@@ -80,10 +144,11 @@ def split_batch(fn: Callable[..., Array], *arrays: Array, core_ndim: int,
     arrays = tuple(np.asarray(a, dtype=float) for a in arrays)
     batch = np.broadcast_shapes(*(a.shape[:a.ndim - core_ndim] for a in arrays))
     count = int(np.prod(batch, dtype=int))
-    if not _is_large(count, min_batch):
+    core = max(int(np.prod(a.shape[a.ndim - core_ndim:])) for a in arrays)
+    if count < 2 or not _is_large(count, min_batch, 8 * core * count):
         return fn(*arrays)
     axis = int(np.argmax(batch))
-    row_bytes = 8 * (count // batch[axis]) * max(int(np.prod(a.shape[a.ndim - core_ndim:])) for a in arrays)
+    row_bytes = 8 * (count // batch[axis]) * core
 
     def task(lo: int, hi: int) -> object:
         parts = []
@@ -93,7 +158,7 @@ def split_batch(fn: Callable[..., Array], *arrays: Array, core_ndim: int,
             parts.append(a if keep else a[(slice(None),) * own + (slice(lo, hi),)])
         return fn(*parts)
 
-    parts = _run_blocks(task, batch[axis], _rows_per_block(row_bytes))
+    parts = _run_blocks(task, batch[axis], _rows_per_block(row_bytes, batch[axis]))
     if isinstance(parts[0], tuple):
         return tuple(np.concatenate(p, axis=axis) for p in zip(*parts))
     return np.concatenate(parts, axis=axis)
@@ -102,16 +167,16 @@ def split_batch(fn: Callable[..., Array], *arrays: Array, core_ndim: int,
 def split_sample_sum(fn: Callable[[Array, Array], Array], x: Array, weights: Array,
                      sample_axis: int, min_batch: int = MIN_BATCH) -> Array:
     """sum over blocks of fn(x_block, w_block): x cut along ``sample_axis`` (negative) and weights
-    along their last axis, for sums over the sample such as sum_i w_i Log_p(x_i). Data smaller
-    than two blocks are summed in one call."""
+    along their last axis, for sums over the sample such as sum_i w_i Log_p(x_i). Data too small
+    to be worth splitting (``_is_large``) are summed in one call."""
     x, weights = np.asarray(x, dtype=float), np.asarray(weights, dtype=float)
     count = int(np.prod(x.shape[:x.ndim + sample_axis + 1], dtype=int))
-    if not _is_large(count, min_batch) or x.nbytes < 2 * BLOCK_BYTES:
+    if not _is_large(count, min_batch, x.nbytes):
         return fn(x, weights)
     lead = (slice(None),) * (x.ndim + sample_axis)
     size = x.shape[sample_axis]
     parts = _run_blocks(lambda lo, hi: fn(x[lead + (slice(lo, hi),)], weights[..., lo:hi]),
-                        size, _rows_per_block(x.nbytes // size))
+                        size, _rows_per_block(x.nbytes // size, size))
     if isinstance(parts[0], tuple):
         return tuple(sum(p[1:], p[0]) for p in zip(*parts))
     return sum(parts[1:], parts[0])

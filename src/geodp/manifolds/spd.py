@@ -38,10 +38,6 @@ class SPD(Manifold):
     def __repr__(self) -> str:
         return f"SPD({self.n}, metric={self.metric!r})"
 
-    @property
-    def blockwise(self) -> bool:
-        """Closed-form kernels for n <= 3; beyond, LAPACK and BLAS calls on whole batches."""
-        return self.n <= 3
 
     @property
     def injectivity_radius(self) -> float:
@@ -133,17 +129,25 @@ class AffineInvariantSPD(SPD):
     def _whiten(linv: Array, x: Array) -> Array:
         return mx.congruence(linv, x, lower=True)
 
+    def _unwhiten(self, l: Array, z: Array, f) -> Array:
+        """L f(Z) L^T. For n > 3 from one eigendecomposition Z = V diag(w) V^T as
+        (L V) f(w) (L V)^T, which folds the congruence into the reconstruction."""
+        if self.n <= 3:
+            return mx.congruence(l, mx.funcm(z, f), lower=True)
+        w, v = mx.eigh(z)
+        return mx.sym(mx.from_eig(f(w), mx.matmul(l, v)))
+
     @threaded
     def exp(self, p: Array, v: Array) -> Array:
         """Exp_P(V) = L expm(L^-1 V L^-T) L^T with P = L L^T."""
         l, linv = self._factor(p)
-        return mx.congruence(l, mx.funcm(self._whiten(linv, v), np.exp), lower=True)
+        return self._unwhiten(l, self._whiten(linv, v), np.exp)
 
     @threaded
     def log(self, p: Array, q: Array) -> Array:
         """Log_P(Q) = L logm(L^-1 Q L^-T) L^T."""
         l, linv = self._factor(p)
-        return mx.congruence(l, mx.funcm(self._whiten(linv, q), np.log), lower=True)
+        return self._unwhiten(l, self._whiten(linv, q), np.log)
 
     def karcher_start(self, x: Array, weights: Array) -> Array:
         """The arithmetic mean sum_i w_i X_i (positive definite)."""
@@ -153,9 +157,24 @@ class AffineInvariantSPD(SPD):
         """L (sum_i w_i logm(L^-1 X_i L^-T)) L^T (the sum taken before mapping back), and
         1/2 sum_i w_i |logm(L^-1 X_i L^-T)|_F^2."""
         l, linv = self._factor(p)
-        logs = mx.funcm(self._whiten(np.expand_dims(linv, -3), x), np.log)
-        value = 0.5 * np.sum(np.asarray(weights) * np.sum(logs * logs, axis=(-2, -1)), axis=-1)
-        return mx.congruence(l, weighted_sum(logs, weights, 2), lower=True), value
+        z = self._whiten(np.expand_dims(linv, -3), x)
+        weights = np.asarray(weights, dtype=float)
+        if self.n <= 3:
+            logs = mx.funcm(z, np.log)
+            value = 0.5 * np.sum(weights * np.sum(logs * logs, axis=(-2, -1)), axis=-1)
+            return mx.congruence(l, weighted_sum(logs, weights, 2), lower=True), value
+        # n > 3: sum_i w_i V_i diag(log l_i) V_i^T as one product of the stacked eigenvectors
+        lam, vecs = mx.eigh(z)
+        logs = np.log(lam)
+        value = 0.5 * np.sum(weights * np.sum(logs * logs, axis=-1), axis=-1)
+        scaled = vecs * (weights[..., None] * logs)[..., None, :]
+
+        def side_by_side(a):
+            a = np.swapaxes(a, -3, -2)
+            return a.reshape(a.shape[:-2] + (-1,))
+
+        total = side_by_side(scaled) @ np.swapaxes(side_by_side(vecs), -1, -2)
+        return mx.congruence(l, total, lower=True), value
 
     @threaded
     def dist(self, p: Array, q: Array) -> Array:

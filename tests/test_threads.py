@@ -59,9 +59,14 @@ def test_split_sample_sum_matches_one_pass(monkeypatch):
                               np.ones((2, 500)), -1)
     assert calls == [500], "data not worth splitting are summed in one call"
     calls.clear()
+    heavy = np.ones((2, 500, 5, 5))  # rows of 200 bytes: an eigendecomposition each
+    _threads.split_sample_sum(lambda xs, ws: calls.append(len(ws[0])) or ws.sum(-1), heavy,
+                              np.ones((2, 500)), -3, min_batch=10)
+    assert calls == [125] * 4, "heavy rows worth splitting, fewer than a block: a share per thread"
+    calls.clear()
     _threads.split_sample_sum(lambda xs, ws: calls.append(len(ws[0])) or ws.sum(-1), x[:, :500, 0],
                               np.ones((2, 500)), -1, min_batch=10)
-    assert calls == [125] * 4, "data worth splitting but smaller than a block: a share per thread"
+    assert calls == [500], "light rows below two blocks are summed in one call"
 
 
 def test_thread_count_setting(monkeypatch):

@@ -45,26 +45,51 @@ def emit(payload: dict) -> None:
 def read_points(source: str, manifold: Manifold | None) -> tuple[np.ndarray, Manifold]:
     """Points from a built-in data set name, or from a .npy / .csv file with a manifold given.
 
-    A CSV file has one point per row, flattened in row-major order to ``prod(point_shape)`` values.
+    One record is one point, never reshaped across rows: a CSV file has one point per row, its
+    ``prod(point_shape)`` values in row-major order; a .npy array has shape (n, *point_shape).
+    Anything else is refused with the shapes found and expected (a record split over two
+    "points" would void the stated guarantee).
     """
     if source in datasets.names():
         ds = datasets.load(source)
         if manifold is not None and repr(manifold) != repr(ds.manifold):
-            raise SystemExit(f"data set {source!r} lives on {ds.manifold!r}, not {manifold!r}")
+            raise SystemExit(f"error: data set {source!r} lives on {ds.manifold!r}, not {manifold!r}")
         return ds.points, ds.manifold
     path = Path(source)
     if not path.exists():
-        raise SystemExit(f"{source!r} is neither a file nor a built-in data set "
+        raise SystemExit(f"error: {source!r} is neither a file nor a built-in data set "
                          f"({', '.join(datasets.names())})")
     if manifold is None:
-        raise SystemExit("--manifold is required when reading points from a file")
+        raise SystemExit("error: --manifold is required when reading points from a file")
+    shape = manifold.point_shape
+    size = int(np.prod(shape))
     if path.suffix == ".npy":
-        x = np.load(path, allow_pickle=False)
-    elif path.suffix == ".csv":
-        x = np.loadtxt(path, delimiter=",", ndmin=2)
-    else:
-        raise SystemExit(f"unsupported file type {path.suffix!r}: use .npy or .csv")
-    return x.reshape((-1,) + manifold.point_shape), manifold
+        try:
+            x = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise SystemExit(f"error: cannot read {source!r} as a .npy array: {exc}") from None
+        if x.shape[1:] != shape or x.ndim != len(shape) + 1:
+            raise SystemExit(f"error: {source!r} holds an array of shape {x.shape}; {manifold!r} "
+                             f"needs (n, {', '.join(map(str, shape))}): one point per record")
+        return np.asarray(x, dtype=float), manifold
+    if path.suffix != ".csv":
+        raise SystemExit(f"error: unsupported file type {path.suffix!r}: use .npy or .csv")
+    rows = [line for line in path.read_text().splitlines() if line.strip()]
+    if not rows:
+        raise SystemExit(f"error: {source!r} is empty")
+    values = []
+    for number, line in enumerate(rows, start=1):
+        fields = line.split(",")
+        if len(fields) != size:
+            raise SystemExit(
+                f"error: {source!r} row {number} has {len(fields)} comma-separated values; "
+                f"{manifold!r} needs {size} per row (one point of shape {shape} per row)")
+        try:
+            values.append([float(v) for v in fields])
+        except ValueError:
+            raise SystemExit(f"error: {source!r} row {number} is not numeric ({line[:60]!r}); "
+                             f"a header line is not allowed") from None
+    return np.array(values).reshape((-1,) + shape), manifold
 
 
 def _manifold_arg(spec: str | None) -> Manifold | None:

@@ -33,6 +33,10 @@ large matrices are as much work as tens of thousands of small points."""
 BLOCK_BYTES = 3 * 2**19
 """Target size of one block of the largest input (1.5 MiB: a few temporaries fit in cache)."""
 
+HEAVY_ROW_BYTES = 200
+"""Rows of at least this size (SPD(5) and up) cost an eigendecomposition each: worth a thread
+per share even below two blocks; lighter rows are split only from two blocks on."""
+
 _state = threading.local()
 
 
@@ -171,7 +175,8 @@ def split_sample_sum(fn: Callable[[Array, Array], Array], x: Array, weights: Arr
     to be worth splitting (``_is_large``) are summed in one call."""
     x, weights = np.asarray(x, dtype=float), np.asarray(weights, dtype=float)
     count = int(np.prod(x.shape[:x.ndim + sample_axis + 1], dtype=int))
-    if not _is_large(count, min_batch, x.nbytes):
+    heavy = x.nbytes // max(x.shape[sample_axis], 1) >= HEAVY_ROW_BYTES
+    if not _is_large(count, min_batch, x.nbytes) or (not heavy and x.nbytes < 2 * BLOCK_BYTES):
         return fn(x, weights)
     lead = (slice(None),) * (x.ndim + sample_axis)
     size = x.shape[sample_axis]

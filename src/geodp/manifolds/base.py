@@ -44,17 +44,21 @@ def weighted_sum(x: Array, weights: Array, point_ndim: int) -> Array:
 
 
 def space_form_mean_log(p: Array, x: Array, weights: Array, dual_p: Array,
-                        ratio: Callable[[Array], Array],
-                        angle: Callable[[Array], Array]) -> tuple[Array, Array]:
-    """(sum_i w_i Log_p(x_i), 1/2 sum_i w_i rho(p, x_i)^2) on a sphere or hyperboloid, where
-    Log_p(x) = ratio(c) (x - c p) with c = cos(theta) = <x, dual_p> (or cosh(theta)),
-    ratio(c) = theta/sin(theta) (or theta/sinh(theta)) and rho = angle(c). Two matrix-vector
-    products over the data: sum_i a_i x_i - (sum_i a_i c_i) p with a_i = w_i ratio(c_i)."""
+                        ratio: Callable[[Array], Array], sign: float,
+                        radius: float) -> tuple[Array, Array]:
+    """(sum_i w_i Log_p(x_i), 1/2 sum_i w_i rho(p, x_i)^2) on a sphere (sign = 1) or hyperboloid
+    (sign = -1) of radius R, where Log_p(x) = ratio(c) (x - c p) with c = cos(theta) =
+    <x, dual_p> (or cosh(theta)) and ratio(c) = theta/sin(theta) (or theta/sinh(theta)). Two
+    matrix-vector products over the data: sum_i a_i x_i - (sum_i a_i c_i) p with
+    a_i = w_i ratio(c_i); rho = R theta = R ratio(c) sqrt(sign (1 - c^2)), no second
+    transcendental."""
     c = np.matmul(x, dual_p[..., :, None])[..., 0]
     w = np.asarray(weights, dtype=float)
-    a = w * ratio(c)
+    r = ratio(c)
+    a = w * r
     grad = np.matmul(a[..., None, :], x)[..., 0, :] - np.sum(a * c, axis=-1)[..., None] * p
-    return grad, 0.5 * np.sum(w * angle(c) ** 2, axis=-1)
+    theta2 = r * r * np.maximum(sign * (1.0 - c * c), 0.0)
+    return grad, 0.5 * radius**2 * np.sum(w * theta2, axis=-1)
 
 
 class Manifold(ABC):

@@ -101,7 +101,7 @@ class Hyperbolic(Manifold):
         p = np.asarray(p, dtype=float)
         dual = np.concatenate([-p[..., :1], p[..., 1:]], axis=-1) / -self.radius**2
         return space_form_mean_log(p, x, weights, dual, lambda c: acosh_ratio(np.maximum(c, 1.0)),
-                                   lambda c: self.radius * np.arccosh(np.maximum(c, 1.0)))
+                                   -1.0, self.radius)
 
     def karcher_start(self, x: Array, weights: Array) -> Array:
         """The Lorentzian centroid R y / sqrt(-<y, y>_L), y = sum_i w_i x_i (future time-like)."""

@@ -193,7 +193,10 @@ class AffineInvariantSPD(SPD):
         p, q = np.broadcast_arrays(p, q)
         lp, lq = _cholesky_or_nan(p), _cholesky_or_nan(q)
         rp, rq = _diag_ratio(lp), _diag_ratio(lq)
-        swap = (rq < rp) | ((rq == rp) & _lexicographically_less(q, p))
+        swap = rq < rp
+        tie = rq == rp
+        if np.any(tie):  # rare: equal condition estimates, broken by the first differing entry
+            swap = np.where(tie, _lexicographically_less(q, p), swap)
         sw = swap[..., None, None]
         return _log_norm(mx.eigvalsh(mx.whiten(np.where(sw, lq, lp), np.where(sw, p, q))))
 

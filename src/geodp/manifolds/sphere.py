@@ -86,11 +86,13 @@ class Sphere(Manifold):
         p = np.asarray(p, dtype=float)
         q = np.asarray(q, dtype=float)
         d, t = _tan_half_angle(p, q, self.radius)
-        small = np.where((t <= 1.0)[..., None], d, q + p)
-        w = small - (rowdot(p, small) / self.radius**2)[..., None] * p
+        far = t > 1.0
+        if np.any(far):  # beyond a right angle the gap q + p is the small vector
+            d = np.where(far[..., None], q + p, d)
+        w = d - (rowdot(p, d) / self.radius**2)[..., None] * p
         size = np.sqrt(rowdot(w, w))
         theta = 2.0 * self.radius * np.arctan(t)
-        antipodal = (size == 0) & (t > 1.0)
+        antipodal = (size == 0) & far
         if np.any(antipodal):
             raise ValueError(
                 f"{int(np.sum(antipodal))} pair(s) of antipodal points: the sphere's logarithm is "
@@ -101,8 +103,7 @@ class Sphere(Manifold):
     def mean_log_and_value(self, p: Array, x: Array, weights: Array) -> tuple[Array, Array]:
         p = np.asarray(p, dtype=float)
         return space_form_mean_log(p, x, weights, p / self.radius**2,
-                                   lambda c: acos_ratio(np.clip(c, -1.0, 1.0)),
-                                   lambda c: self.radius * np.arccos(np.clip(c, -1.0, 1.0)))
+                                   lambda c: acos_ratio(np.clip(c, -1.0, 1.0)), 1.0, self.radius)
 
     def karcher_start(self, x: Array, weights: Array) -> Array:
         """The extrinsic mean R y/|y|, y = sum_i w_i x_i (the first data point where |y| ~ 0)."""

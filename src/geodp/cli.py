@@ -151,18 +151,25 @@ def public_ball(args: argparse.Namespace, manifold: Manifold) -> tuple[np.ndarra
                      "possible record (it must not be computed from the data)")
 
 
+def open_ledger(path: str | None):
+    """The budget ledger named by --ledger (None without one); a clear error when it is missing."""
+    from .privacy import BudgetLedger
+
+    if path is None:
+        return None
+    try:
+        return BudgetLedger(path)
+    except FileNotFoundError as exc:
+        raise SystemExit(f"error: {exc}; create it with 'geodp budget init'") from exc
+
+
 def cmd_release_mean(args: argparse.Namespace) -> None:
     from .learn import private_frechet_mean
-    from .privacy import BudgetLedger, BudgetExceededError
+    from .privacy import BudgetExceededError
 
     points, manifold = read_points(args.data, _manifold_arg(args.manifold))
     center, radius, origin = public_ball(args, manifold)
-    ledger = None
-    if args.ledger is not None:
-        try:
-            ledger = BudgetLedger(args.ledger)
-        except FileNotFoundError as exc:
-            raise SystemExit(f"{exc}; create it with 'geodp budget init'") from exc
+    ledger = open_ledger(args.ledger)
     footpoint = args.footpoint
     if footpoint is not None and footpoint != "private":
         footpoint = read_center(footpoint, manifold)
@@ -185,17 +192,12 @@ def cmd_release_mean(args: argparse.Namespace) -> None:
 
 def cmd_release_pca(args: argparse.Namespace) -> None:
     from .learn import private_pca
-    from .privacy import BudgetExceededError, BudgetLedger
+    from .privacy import BudgetExceededError
 
     points, manifold = read_points(args.data, _manifold_arg(args.manifold))
     if points.ndim != 2:
         raise SystemExit(f"PCA needs vectors: {args.data!r} holds points of shape {points.shape[1:]}")
-    ledger = None
-    if args.ledger is not None:
-        try:
-            ledger = BudgetLedger(args.ledger)
-        except FileNotFoundError as exc:
-            raise SystemExit(f"{exc}; create it with 'geodp budget init'") from exc
+    ledger = open_ledger(args.ledger)
     try:
         rel = private_pca(points, args.epsilon, args.delta, args.norm_bound, steps=args.steps,
                           lr=args.lr, clip_data=args.clip_data, rng=args.seed, ledger=ledger,

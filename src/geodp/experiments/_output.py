@@ -24,3 +24,13 @@ def pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def save_figure(fig, path: Path, dpi: int = 120) -> bool:
+    """Lay out, write as PNG and close a matplotlib figure; True (the figure was written)."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return True

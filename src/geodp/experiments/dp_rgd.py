@@ -34,7 +34,7 @@ from ..manifolds import SPD, Sphere
 from ..mechanisms import NotNormalisableError, RiemannianLaplace
 from ..mechanisms.tangent_gaussian import TangentGaussian
 from ..statistics import frechet_mean, frechet_mean_sensitivity
-from ._output import pyplot, write_csv
+from ._output import pyplot, save_figure, write_csv
 from .baselines import dp_pgd
 
 EPSILON, DELTA = 0.1, 1e-3
@@ -191,10 +191,7 @@ def plot(path: Path, pca: list[dict], spd: list[dict]) -> bool:
                title=f"{title}, eps = 0.1, delta = 1e-3")
         ax.xaxis.set_minor_formatter(plt.NullFormatter())
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return True
+    return save_figure(fig, path)
 
 
 def run(out: Path, reps: int = 20, seed: int = 0) -> dict:

@@ -19,7 +19,7 @@ import numpy as np
 from ..manifolds import SPD, Manifold, Sphere
 from ..mechanisms import EuclideanLaplace, RiemannianLaplace, ambient_radius
 from ..statistics import curvature_factor, frechet_mean, frechet_mean_sensitivity
-from ._output import pyplot, write_csv
+from ._output import pyplot, save_figure, write_csv
 
 EPSILON = 1.0
 SIZES = (10, 20, 30, 40, 50, 60, 70, 80, 90, 100)
@@ -126,10 +126,7 @@ def plot(path: Path, sens: dict[str, list[dict]], util: dict[str, list[dict]]) -
                     fmt="r-s", ms=3, capsize=2, label="Euclidean (ambient Laplace)")
         ax.set(title=f"{name}: utility, epsilon = 1", xlabel="n", ylabel="Euclidean distance to mean")
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return True
+    return save_figure(fig, path)
 
 
 def run(out: Path, reps: int = 1000, seed: int = 0) -> dict:

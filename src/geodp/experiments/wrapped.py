@@ -26,7 +26,7 @@ from ..mechanisms import (NotNormalisableError, RiemannianLaplace, WrappedGaussi
                           spd_critical_scale)
 from ..privacy import gdp_to_pure_equivalent
 from ..statistics import frechet_mean, frechet_mean_sensitivity
-from ._output import pyplot, write_csv
+from ._output import pyplot, save_figure, write_csv
 from .baselines import eigen_metropolis_seconds_per_step
 
 GRID = (0.1, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0)
@@ -180,10 +180,7 @@ def plot(path: Path, sim: list[dict], real: list[dict]) -> bool:
         ax.set(title=f"digits class {label} (SPD(5), n = {rows[0]['n']})", xlabel="mu",
                ylabel="distance to Fréchet mean", yscale="log")
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
+    return save_figure(fig, path, dpi=110)
 
 
 def run(out: Path, reps: int = 100, seed: int = 0, real_reps: int = 10) -> dict:

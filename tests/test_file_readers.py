@@ -64,6 +64,56 @@ def test_headers_ragged_rows_and_empty_files_are_clear_errors(tmp_path, capsys):
     (tmp_path / "r.csv").write_text("1,2,3\n4,5\n")
     (tmp_path / "e.csv").write_text("\n")
     for name, message in [("h.csv", "not numeric"), ("r.csv", "row 2 has 2"), ("e.csv", "empty")]:
-        with pytest.raises(SystemExit, match=message):
-            main(["release", "mean", str(tmp_path / name), "--manifold", "euclidean:3",
-                  "--epsilon", "1", "--center", "[0,0,0]", "--radius", "10"])
+        for command in (["mean"], ["release", "mean"]):
+            args = command + [str(tmp_path / name), "--manifold", "euclidean:3"]
+            if command[0] == "release":
+                args += ["--epsilon", "1", "--center", "0,0,0", "--radius", "10"]
+            assert main(args) == 2
+            err = capsys.readouterr().err
+            assert err.startswith("error:") and message in err and "Traceback" not in err
+
+
+def test_cli_errors_are_one_line_naming_the_option(tmp_path, capsys):
+    bad = tmp_path / "bad.db"
+    bad.write_text("not a database")
+    other = tmp_path / "other.db"
+    import sqlite3
+    con = sqlite3.connect(other)
+    con.execute("create table users(x)")
+    con.commit()
+    con.close()
+    before = other.read_bytes()
+    cases = [
+        (["budget", "show", "--ledger", str(bad)], "not a geodp budget ledger"),
+        (["budget", "init", "--ledger", str(other), "--epsilon", "1"], "already exists"),
+        (["budget", "init", "--ledger", str(tmp_path / "none" / "l.db"), "--epsilon", "1"],
+         "does not exist"),
+        (["budget", "init", "--ledger", str(tmp_path / "l.db"), "--epsilon", "-1"], "total_epsilon"),
+        (["release", "mean", "cities", "--epsilon", "1", "--center", "0,0,2", "--radius", "1"],
+         "--center is not a point"),
+        (["release", "mean", "cities", "--epsilon", "1", "--center", str(tmp_path / "c.npy"),
+          "--radius", "1"], "cannot read --center"),
+        (["mean", "iris", "--tol", "-1"], "tol"),
+        (["reproduce", "dp-rgd", "--reps", "0"], "--reps"),
+        (["reproduce", "dp-rgd", "--out", str(bad)], "--out"),
+    ]
+    for args, message in cases:
+        assert main(args) == 2, args
+        err = capsys.readouterr().err
+        assert err.startswith("error:") and message in err and err.count("\n") == 1, (args, err)
+    assert bad.read_text() == "not a database" and other.read_bytes() == before
+    assert main(["release", "mean", "iris", "--epsilon", "1", "--center", "5,3,4,1",
+                 "--radius", "10", "--seed", "0"]) == 0
+
+
+
+def test_python_api_refuses_strings_and_prints_short_reprs():
+    import geodp
+    from geodp.datasets import load
+
+    ds = load("digits-covariance")
+    center, radius = ds.public_ball()
+    with pytest.raises(TypeError, match="epsilon must be a number"):
+        geodp.private_frechet_mean(ds.points, ds.manifold, "1", center, radius)
+    rel = geodp.private_frechet_mean(ds.points, ds.manifold, 1.0, center, radius, rng=0)
+    assert len(repr(rel)) < 200 and len(repr(ds)) < 200

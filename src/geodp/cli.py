@@ -124,19 +124,36 @@ def cmd_datasets(args: argparse.Namespace) -> None:
     emit({"datasets": rows})
 
 
-def read_center(spec: str, manifold: Manifold) -> np.ndarray:
-    """A public center: 'identity' (SPD), a JSON array, or a .npy file."""
+def read_center(spec: str, manifold: Manifold, option: str = "--center") -> np.ndarray:
+    """A public point: 'identity' (SPD), a comma list or JSON array, or a .npy file; checked to lie
+    on the manifold, errors naming the command-line ``option``."""
+    shape = manifold.point_shape
     if spec == "identity":
-        if len(manifold.point_shape) != 2 or manifold.point_shape[0] != manifold.point_shape[1]:
-            raise SystemExit("--center identity only makes sense for SPD matrices")
-        return np.eye(manifold.point_shape[0])
-    if spec.endswith(".npy"):
-        return np.load(spec, allow_pickle=False)
+        if len(shape) != 2 or shape[0] != shape[1]:
+            raise SystemExit(f"error: {option} identity only makes sense for SPD matrices")
+        point = np.eye(shape[0])
+    elif spec.endswith(".npy"):
+        try:
+            point = np.load(spec, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise SystemExit(f"error: cannot read {option} {spec!r}: {exc}") from None
+    else:
+        try:
+            values = json.loads(spec) if spec.lstrip().startswith("[") else [
+                float(v) for v in spec.split(",")]
+            point = np.asarray(values, dtype=float)
+        except (json.JSONDecodeError, ValueError):
+            raise SystemExit(f"error: cannot read {option} {spec!r}: give 'identity', numbers "
+                             f"separated by commas, a JSON array of shape {shape} or a .npy "
+                             f"file") from None
+    if point.size != int(np.prod(shape)):
+        raise SystemExit(f"error: {option} has {point.size} values; {manifold!r} needs "
+                         f"{int(np.prod(shape))} (shape {shape})")
+    point = point.reshape(shape)
     try:
-        return np.asarray(json.loads(spec), dtype=float).reshape(manifold.point_shape)
-    except (json.JSONDecodeError, ValueError) as exc:
-        raise SystemExit(f"cannot read --center {spec!r}: give 'identity', a JSON array of shape "
-                         f"{manifold.point_shape} or a .npy file") from exc
+        return manifold.check_point(point)
+    except ValueError as exc:
+        raise SystemExit(f"error: {option} is not a point of {manifold!r}: {exc}") from None
 
 
 def public_ball(args: argparse.Namespace, manifold: Manifold) -> tuple[np.ndarray, float, str]:
@@ -172,7 +189,7 @@ def cmd_release_mean(args: argparse.Namespace) -> None:
     ledger = open_ledger(args.ledger)
     footpoint = args.footpoint
     if footpoint is not None and footpoint != "private":
-        footpoint = read_center(footpoint, manifold)
+        footpoint = read_center(footpoint, manifold, "--footpoint")
     if (args.rdp_alpha is None) != (args.rdp_epsilon is None):
         raise SystemExit("--rdp-alpha and --rdp-epsilon go together")
     rdp = None if args.rdp_alpha is None else (args.rdp_alpha, args.rdp_epsilon)
@@ -208,13 +225,21 @@ def cmd_release_pca(args: argparse.Namespace) -> None:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> None:
+    if args.reps < 1:
+        raise SystemExit(f"error: --reps must be a positive integer, got {args.reps}")
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise SystemExit(f"error: --out {args.out!r} is a file; give a directory")
     if args.paper == "reimherr2021":
         from .experiments.reimherr2021 import run
     elif args.paper == "dp-rgd":
         from .experiments.dp_rgd import run
     else:
         from .experiments.wrapped import run
-    emit(run(Path(args.out), reps=args.reps, seed=args.seed))
+    summary = run(Path(args.out), reps=args.reps, seed=args.seed)
+    if not summary.get("png", True):
+        summary["png_note"] = ("matplotlib is not installed, so only the CSV files were written: "
+                               "pip install 'geodp[plot]' adds the figures")
+    emit(summary)
 
 
 def cmd_budget(args: argparse.Namespace) -> None:
@@ -222,7 +247,10 @@ def cmd_budget(args: argparse.Namespace) -> None:
 
     if args.action == "init":
         if args.epsilon is None:
-            raise SystemExit("geodp budget init needs --epsilon (and optionally --delta)")
+            raise SystemExit("error: geodp budget init needs --epsilon (and optionally --delta)")
+        if Path(args.ledger).exists():
+            raise SystemExit(f"error: {args.ledger!r} already exists; 'geodp budget show --ledger "
+                             f"{args.ledger}' reads it (nothing was changed)")
         ledger = BudgetLedger(args.ledger, args.epsilon, args.delta)
     else:
         try:
@@ -250,12 +278,24 @@ def _iso(timestamp: float | None) -> str | None:
     return datetime.fromtimestamp(timestamp, tz=timezone.utc).isoformat(timespec="milliseconds")
 
 
+class HELP(argparse.ArgumentDefaultsHelpFormatter):
+    """Help that shows defaults, except empty ones and those the text already states."""
+
+    def _get_help_string(self, action):
+        if action.default in (None, False) or "default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = argparse.ArgumentParser(formatter_class=HELP,
         prog="geodp", description="Differential privacy on Riemannian manifolds.")
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"geodp {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("mean", help="Fréchet mean of manifold-valued data (not private)",
+    p = sub.add_parser("mean", formatter_class=HELP, help="Fréchet mean of manifold-valued data (not private)",
                        description="Compute the Fréchet mean by Riemannian gradient descent.")
     p.add_argument("data", help="a .npy/.csv file or a built-in data set name (see 'geodp datasets')")
     p.add_argument("--manifold", help=SPEC_HELP)
@@ -263,10 +303,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-iter", type=int, default=500, help="iteration limit")
     p.set_defaults(func=cmd_mean)
 
-    p = sub.add_parser("release", help="private releases (see 'geodp release mean --help')",
+    p = sub.add_parser("release", formatter_class=HELP, help="private releases (see 'geodp release mean --help')",
                        description="Differentially private releases of manifold-valued statistics.")
     rsub = p.add_subparsers(dest="release", required=True)
-    p = rsub.add_parser("mean", help="a differentially private Fréchet mean",
+    p = rsub.add_parser("mean", formatter_class=HELP, help="a differentially private Fréchet mean",
                         description="Release the Fréchet mean of the data with a privacy "
                                     "guarantee; prints the release and its guarantee as JSON.")
     p.add_argument("data", help="a .npy/.csv file or a built-in data set name")
@@ -299,7 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help="seed for reproducible noise (default: OS entropy)")
     p.set_defaults(func=cmd_release_mean)
 
-    p = rsub.add_parser("pca", help="a differentially private leading eigenvector",
+    p = rsub.add_parser("pca", formatter_class=HELP, help="a differentially private leading eigenvector",
                         description="Release the leading eigenvector of (1/n) sum_i z_i z_i^T by DP "
                                     "Riemannian gradient descent on the sphere (Han et al., "
                                     "Section 5.1); prints the release as JSON.")
@@ -317,7 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     p.set_defaults(func=cmd_release_pca)
 
-    p = sub.add_parser("reproduce", help="regenerate a paper's figures (PNG + CSV)",
+    p = sub.add_parser("reproduce", formatter_class=HELP, help="regenerate a paper's figures (PNG + CSV)",
                        description="Reproduce the figures of the papers geodp implements.")
     rsub = p.add_subparsers(dest="paper", required=True)
     papers = {
@@ -333,13 +373,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "data (digit histograms PCA, covariance descriptors).", 20),
     }
     for name, (short, long, reps) in papers.items():
-        p = rsub.add_parser(name, help=short, description=long)
+        p = rsub.add_parser(name, formatter_class=HELP, help=short, description=long)
         p.add_argument("--reps", type=int, default=reps, help="replicates per point")
         p.add_argument("--out", default=f"out/{name}", help="output directory")
         p.add_argument("--seed", type=int, default=0, help="random seed")
         p.set_defaults(func=cmd_reproduce)
 
-    p = sub.add_parser("budget", help="create or inspect a privacy budget ledger",
+    p = sub.add_parser("budget", formatter_class=HELP, help="create or inspect a privacy budget ledger",
                        description="Create (init), summarise (show) or list (history) a persistent "
                                    "privacy budget ledger.")
     p.add_argument("action", choices=["init", "show", "history"])
@@ -348,16 +388,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--delta", type=float, default=0.0, help="total delta (init only)")
     p.set_defaults(func=cmd_budget)
 
-    p = sub.add_parser("datasets", help="list the built-in real data sets",
+    p = sub.add_parser("datasets", formatter_class=HELP, help="list the built-in real data sets",
                        description="List the real data sets shipped with geodp.")
     p.set_defaults(func=cmd_datasets)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one subcommand; every error is one line on stderr and exit status 2, never a
+    traceback (exit 1 is left to Python for bugs)."""
+    import sqlite3
+
+    from .privacy import BudgetExceededError
+
     args = build_parser().parse_args(argv)
-    args.func(args)
-    return 0
+    try:
+        args.func(args)
+    except (ValueError, TypeError, OSError, RuntimeError, ArithmeticError, sqlite3.Error,
+            BudgetExceededError) as exc:
+        message = f"error: {exc}"
+    except SystemExit as exc:
+        if not isinstance(exc.code, str):
+            raise
+        message = exc.code if exc.code.startswith("error:") else f"error: {exc.code}"
+    else:
+        return 0
+    print(message, file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

@@ -45,6 +45,10 @@ class Dataset:
             center = np.eye(self.manifold.point_shape[0])
         return np.asarray(center, dtype=float), float(self.meta["public_radius"])
 
+    def __repr__(self) -> str:
+        return (f"Dataset({self.name!r}, {len(self.points)} points on {self.manifold!r}, "
+                f"public ball: {'yes' if 'public_radius' in self.meta else 'none'})")
+
     def __iter__(self) -> Iterator[Any]:
         yield self.points
         yield self.manifold

@@ -27,6 +27,12 @@ class Release:
     diagnostics: dict[str, Any] = field(default_factory=dict)
     equivalent: dict[str, str] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        shape = np.shape(self.value)
+        return (f"Release({self.mechanism}, {self.guarantee.describe()}, value shape {shape}, "
+                f"sensitivity {self.sensitivity:.4g}, scale {self.scale:.4g}, "
+                f"exact_sampler={self.exact_sampler})")
+
     def as_dict(self) -> dict[str, Any]:
         return {"value": np.asarray(self.value).tolist(), "guarantee": self.guarantee.describe(),
                 "sensitivity": self.sensitivity, "scale": self.scale, "mechanism": self.mechanism,

@@ -9,9 +9,18 @@ import numpy as np
 from scipy import optimize, special
 
 
+def check_number(name: str, value) -> float:
+    """``value`` as a float; TypeError for strings, booleans and non-numbers (a quoted "1" is
+    a mistake to report, not to convert)."""
+    if isinstance(value, (str, bytes, bool)) or not isinstance(value, (int, float, np.number)):
+        if not (isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf"):
+            raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+    return float(value)
+
+
 def check_positive(name: str, value: float) -> float:
     """``value`` as a float, or ValueError unless it is positive and finite."""
-    value = float(value)
+    value = check_number(name, value)
     if not (np.isfinite(value) and value > 0):
         raise ValueError(f"{name} must be positive and finite, got {value}")
     return value
@@ -19,7 +28,7 @@ def check_positive(name: str, value: float) -> float:
 
 def check_delta(delta: float) -> float:
     """``delta`` as a float, or ValueError unless 0 < delta < 1."""
-    delta = float(delta)
+    delta = check_number("delta", delta)
     if not (0 < delta < 1):
         raise ValueError(f"delta must lie in (0, 1), got {delta}")
     return delta

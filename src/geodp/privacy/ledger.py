@@ -77,6 +77,12 @@ class BudgetLedger:
         self.path = Path(path)
         if total_epsilon is None and not self.path.exists():
             raise FileNotFoundError(f"no ledger at {self.path}; create it with a total_epsilon")
+        if total_epsilon is not None:
+            self._validate_totals(total_epsilon, total_delta)
+        if not self.path.parent.is_dir():
+            raise ValueError(f"cannot create the ledger {self.path}: directory {self.path.parent} "
+                             f"does not exist")
+        self._check_foreign_file()
         self._timeout = timeout
         with self._transaction() as con:
             for stmt in _SCHEMA.strip().split(";"):
@@ -103,8 +109,28 @@ class BudgetLedger:
         self.total_epsilon = meta["total_epsilon"]
         self.total_delta = meta["total_delta"]
 
+    def _check_foreign_file(self) -> None:
+        """Refuse, before writing anything, a file that is not a geodp ledger: not an SQLite
+        database, or one of another application (tables but no ledger ``meta``)."""
+        if not self.path.exists() or self.path.stat().st_size == 0:
+            return
+        try:
+            con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+            try:
+                tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            finally:
+                con.close()
+        except sqlite3.DatabaseError as exc:
+            raise ValueError(f"{self.path} is not a geodp budget ledger ({exc}); it was left "
+                             f"untouched") from None
+        if tables and not {"meta", "entries"} <= tables:
+            raise ValueError(f"{self.path} is an SQLite database of another application (tables "
+                             f"{sorted(tables)[:5]}), not a geodp budget ledger; it was left untouched")
+
     @staticmethod
     def _validate_totals(eps: float, delta: float) -> None:
+        if isinstance(eps, (str, bytes)) or isinstance(delta, (str, bytes)):
+            raise TypeError("total_epsilon and total_delta must be numbers, not strings")
         if not (math.isfinite(eps) and eps > 0):
             raise ValueError(f"total_epsilon must be positive and finite, got {eps}")
         if not 0 <= delta < 1:

@@ -117,3 +117,29 @@ def test_python_api_refuses_strings_and_prints_short_reprs():
         geodp.private_frechet_mean(ds.points, ds.manifold, "1", center, radius)
     rel = geodp.private_frechet_mean(ds.points, ds.manifold, 1.0, center, radius, rng=0)
     assert len(repr(rel)) < 200 and len(repr(ds)) < 200
+
+
+def test_every_data_set_has_a_public_ball_or_says_why():
+    from geodp import datasets
+
+    for name in datasets.names():
+        ds = datasets.load(name)
+        if ds.has_public_ball:
+            center, radius = ds.public_ball()
+            assert np.max(ds.manifold.dist(center, ds.points)) < radius
+        else:
+            with pytest.raises(ValueError, match=f"{name!r} has no public ball: .+"):
+                ds.public_ball()
+
+
+def test_heavy_clipping_warns_and_restrict_needs_the_laplace():
+    import geodp
+    from geodp.learn.data_ball import ClippingWarning
+
+    x = np.random.default_rng(0).normal(size=(50, 2)) * 3
+    with pytest.warns(ClippingWarning, match="onto the boundary"):
+        rel = geodp.private_frechet_mean(x, Euclidean(2), 1.0, np.zeros(2), 0.5, clip=True, rng=0)
+    assert rel.diagnostics["clipped"]["fraction"] > 0.05
+    with pytest.raises(ValueError, match="restrict applies to the Riemannian Laplace"):
+        geodp.private_frechet_mean(x, Euclidean(2), 1.0, np.zeros(2), 10.0,
+                                   mechanism="wrapped-laplace", restrict=True)

@@ -68,8 +68,9 @@ def test_points_outside_the_ball_raise_or_are_clipped():
     x[:2] = far
     with pytest.raises(ValueError, match="2 of 30 points lie outside .* distance 0.6"):
         geodp.private_frechet_mean(x, m, 1.0, c, 0.4)
-    rel = geodp.private_frechet_mean(x, m, 1.0, c, 0.4, clip=True, rng=0)
-    assert rel.diagnostics["clipped"] == 2
+    with pytest.warns(UserWarning, match="2 of 30 records"):
+        rel = geodp.private_frechet_mean(x, m, 1.0, c, 0.4, clip=True, rng=0)
+    assert rel.diagnostics["clipped"] == {"records_clipped": 2, "fraction": 2 / 30}
 
 
 def test_restricted_release_doubles_scale_and_stays_in_ball():

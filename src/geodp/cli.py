@@ -120,6 +120,7 @@ def cmd_datasets(args: argparse.Namespace) -> None:
     for name in datasets.names():
         ds = datasets.load(name)
         rows.append({"name": name, "manifold": repr(ds.manifold), "n": len(ds.points),
+                     "public_ball": ds.has_public_ball,
                      "description": ds.description, "source": ds.source})
     emit({"datasets": rows})
 
@@ -160,10 +161,11 @@ def public_ball(args: argparse.Namespace, manifold: Manifold) -> tuple[np.ndarra
     """The (center, radius) of the release: from the options, or a built-in data set's bound."""
     if args.center is not None and args.radius is not None:
         return read_center(args.center, manifold), args.radius, "given"
-    if args.data in datasets.names():
-        ball = datasets.load(args.data).public_ball()
-        if ball is not None and args.center is None and args.radius is None:
-            return ball[0], ball[1], f"public bound shipped with data set {args.data!r}"
+    if args.data in datasets.names() and args.center is None and args.radius is None:
+        ds = datasets.load(args.data)
+        if ds.has_public_ball:
+            center, radius = ds.public_ball()
+            return center, radius, f"public bound shipped with data set {args.data!r}"
     raise SystemExit("--center and --radius are required: the public ball containing every "
                      "possible record (it must not be computed from the data)")
 

@@ -32,22 +32,29 @@ class Dataset:
     source: str
     meta: dict[str, Any] = field(default_factory=dict)
 
-    def public_ball(self) -> tuple[np.ndarray, float] | None:
-        """A data-independent ball (center, radius) containing every possible record, if known.
+    def public_ball(self) -> tuple[np.ndarray, float]:
+        """A data-independent ball (center, radius) containing every possible record.
 
-        It is derived from the measurement range alone (e.g. pixel range for covariance
-        descriptors), so it can calibrate a private release without spending budget.
+        It is derived from the measurement domain alone (e.g. pixel range for covariance
+        descriptors), so it can calibrate a private release without spending budget. Data sets
+        whose domain gives none raise ``ValueError`` saying why (see ``has_public_ball``).
         """
         if "public_radius" not in self.meta:
-            return None
+            raise ValueError(f"data set {self.name!r} has no public ball: "
+                             f"{_NO_BALL.get(self.name, 'its domain gives no bound')}; pass a "
+                             f"center and radius you can justify without the data")
         center = self.meta["public_center"]
         if center == "identity":
             center = np.eye(self.manifold.point_shape[0])
         return np.asarray(center, dtype=float), float(self.meta["public_radius"])
 
+    @property
+    def has_public_ball(self) -> bool:
+        return "public_radius" in self.meta
+
     def __repr__(self) -> str:
         return (f"Dataset({self.name!r}, {len(self.points)} points on {self.manifold!r}, "
-                f"public ball: {'yes' if 'public_radius' in self.meta else 'none'})")
+                f"public ball: {'yes' if self.has_public_ball else 'none'})")
 
     def __iter__(self) -> Iterator[Any]:
         yield self.points
@@ -80,6 +87,17 @@ _REGISTRY: dict[str, tuple[Callable[[dict], Manifold], str, str]] = {
                        "of hand signs)"),
     "iris": (lambda meta: Euclidean(4), "Fisher's iris measurements (cm) in R^4",
              "UCI Iris (CC BY 4.0), bundled with scikit-learn (BSD-3-Clause)"),
+}
+
+
+_NO_BALL = {
+    "cities": "cities can lie anywhere on the globe, and the whole sphere breaks Assumption 1",
+    "cells": "any planar shape is possible, and Kendall's space is too curved for a ball that "
+             "holds them all",
+    "digits-gaussians": "a digit of one grey level has sigma = 0, at infinite Fisher-Rao distance",
+    "iris": "the measurements have no stated range",
+    "digits-histograms": "the histograms fill the positive orthant of S^16, whose smallest "
+                         "enclosing cap (radius arccos(1/sqrt 17) = 1.33) breaks Assumption 1",
 }
 
 

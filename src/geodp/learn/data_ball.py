@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..manifolds import Manifold
 from ..manifolds.base import Array
+
+
+CLIP_WARNING = 0.05
+"""Fraction of the records moved by clipping above which ``ClippingWarning`` is issued."""
+
+
+class ClippingWarning(UserWarning):
+    """Clipping moved a large share of the records onto the public ball's boundary."""
 
 
 def enforce_ball(manifold: Manifold, points: Array, center: Array, radius: float,
@@ -31,4 +41,9 @@ def enforce_ball(manifold: Manifold, points: Array, center: Array, radius: float
     norms = manifold.norm(center, v).reshape((-1,) + (1,) * len(manifold.point_shape))
     clipped = np.array(points, dtype=float, copy=True)
     clipped[outside] = manifold.exp(center, radius * (1 - 1e-12) * v / norms)
-    return clipped, int(outside.sum())
+    count = int(outside.sum())
+    if count > CLIP_WARNING * len(points):
+        warnings.warn(f"clipping moved {count} of {len(points)} records ({count / len(points):.0%}) "
+                      f"onto the boundary of the public ball: the release describes the clipped "
+                      f"data, and a radius this small distorts it", ClippingWarning, stacklevel=3)
+    return clipped, count

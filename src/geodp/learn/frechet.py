@@ -159,6 +159,9 @@ def private_frechet_mean(points: Array, manifold: Manifold, epsilon: float | Non
     if center is None or radius is None:
         raise ValueError("center and radius of the public data ball are required")
     wrapped = mechanism.startswith("wrapped")
+    if restrict and mechanism != "laplace":
+        raise ValueError(f"restrict applies to the Riemannian Laplace (Theorem 3) only, not to "
+                         f"the {mechanism} mechanism")
     if wrapped:
         check_hadamard(manifold)
     elif footpoint is not None or tangent_sensitivity is not None:
@@ -179,6 +182,8 @@ def private_frechet_mean(points: Array, manifold: Manifold, epsilon: float | Non
     elif isinstance(footpoint, str) and footpoint != "private":
         raise ValueError(f"footpoint must be a point or 'private', got {footpoint!r}")
     x, clipped = enforce_ball(manifold, x, center, radius, clip)
+    if clipped:
+        clipped = {"records_clipped": clipped, "fraction": clipped / n}
     if mechanism == "dp-rgd":
         return _dp_rgd_mean(manifold, x, target, center, radius, steps, lr, ledger, rng, clipped)
     fit = frechet_mean(manifold, x, init=center, tol=1e-12, max_iter=10_000, on_spread="ignore")

@@ -5,8 +5,10 @@ from .laplace import RiemannianLaplace, SamplerInfo
 from .mcmc import metropolis_hastings
 from .radial import NotNormalisableError
 from .spd_laplace import LowAcceptanceError, spd_critical_scale
+from .tangent_gaussian import TangentGaussian
 from .wrapped import NotHadamardError, WrappedGaussian, WrappedLaplace
 
 __all__ = ["RiemannianLaplace", "EuclideanLaplace", "SamplerInfo", "ambient_radius",
            "metropolis_hastings", "NotNormalisableError", "LowAcceptanceError",
-           "spd_critical_scale", "WrappedLaplace", "WrappedGaussian", "NotHadamardError"]
+           "spd_critical_scale", "WrappedLaplace", "WrappedGaussian", "NotHadamardError",
+           "TangentGaussian"]

@@ -252,3 +252,18 @@ def test_batched_footpoints_give_one_draw_each_from_its_own_law(name):
     assert x.shape == feet.shape
     single = mech.sample(base_point(m), N, rng)
     assert stats.ks_2samp(m.dist(feet, x), m.dist(base_point(m), single)).pvalue > ALPHA
+
+
+@pytest.mark.parametrize("name", ["sphere2", "hyperbolic4_k05", "kendall3"])
+def test_tiny_scales_sample_exactly_from_the_gamma_limit(name):
+    """At scales down to the smallest doubles the radius law is Gamma(d, scale) to rounding; the
+    sampler keeps working there (it used to give up below 1e-12)."""
+    m = MANIFOLDS[name]
+    p = base_point(m)
+    for scale in (1e-12, 1e-100, 1e-300):
+        mech = RiemannianLaplace(m, scale)
+        x = mech.sample(p, 5000, np.random.default_rng(3))
+        assert mech.last_info.exact and np.all(np.isfinite(x))
+        if scale >= 1e-12:  # below, a move is under the rounding of a generic point's coordinates
+            r = m.dist(p, x) / scale
+            assert stats.kstest(r, stats.gamma(m.dim).cdf).pvalue > ALPHA

@@ -108,6 +108,8 @@ def cmd_mean(args: argparse.Namespace) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         res = frechet_mean(manifold, points, tol=args.tol, max_iter=args.max_iter)
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
     emit({"warnings": [str(w.message) for w in caught], "manifold": repr(manifold),
           "n": len(points), "value": res.mean, "iterations": res.iterations,
           "converged": res.converged,

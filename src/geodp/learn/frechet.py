@@ -151,10 +151,48 @@ def private_frechet_mean(points: Array, manifold: Manifold, epsilon: float | Non
       clipped to 2 * radius (their norm while w stays in the data ball). Gives (epsilon,
       delta)-DP with ``delta``.
 
-    ``center`` and ``radius`` must not depend on the data; neighbouring data sets differ in one
-    record (n is public). With a ``ledger`` the release's guarantee is reserved before any
-    randomness is drawn; the ledger composes it tightly with the other entries.
+    Parameters
+    ----------
+    points : array (n, *point_shape)
+        The records, one point each (data first, as in every private estimator of geodp).
+    manifold : Manifold
+    epsilon, delta, mu, rdp
+        The target guarantee (which ones a mechanism takes is listed above).
+    center, radius
+        The public data ball: they must not depend on the data.
+    clip : bool
+        Move records outside the ball onto its boundary (reported; warns above 5%).
+    ledger : BudgetLedger, optional
+        The release's guarantee is reserved before any randomness is drawn, and composed
+        tightly with the ledger's other entries.
+    rng : numpy.random.Generator, int or None
+
+    Returns
+    -------
+    Release: ``value`` (a point), ``guarantee``, ``sensitivity``, ``scale``, ``mechanism``,
+    ``exact_sampler`` and ``diagnostics``.
+
+    Raises
+    ------
+    TypeError for arguments of the wrong kind (e.g. the manifold first, or a string epsilon);
+    ValueError for data off the manifold or outside the ball, or a guarantee the mechanism cannot
+    give; NotNormalisableError when the Laplace has no density at that scale;
+    BudgetExceededError when the ledger refuses.
+
+    Neighbouring data sets differ in one record (n is public).
+
+    Example
+    -------
+    >>> from geodp.datasets import load
+    >>> ds = load("digits-covariance")
+    >>> center, radius = ds.public_ball()
+    >>> rel = private_frechet_mean(ds.points, ds.manifold, 1.0, center, radius, rng=0)
+    >>> rel.guarantee.describe()
+    '1-DP'
     """
+    if isinstance(points, Manifold) or not isinstance(manifold, Manifold):
+        raise TypeError("private_frechet_mean takes the data first and the manifold second: "
+                        "private_frechet_mean(points, manifold, epsilon, center, radius, ...)")
     target = target_guarantee(mechanism, epsilon, delta, mu, rdp)
     if center is None or radius is None:
         raise ValueError("center and radius of the public data ball are required")

@@ -59,7 +59,14 @@ class _Wrapped:
         shape = size_tuple(size) + c.shape[:-1]
         u = c + self._noise(shape, rng)
         m = self.manifold
-        return m.exp(self.footpoint, m.from_coords(self.footpoint, u))
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = m.exp(self.footpoint, m.from_coords(self.footpoint, u))
+        if not np.all(np.isfinite(out)):
+            raise ValueError(
+                f"draws at this noise scale leave double precision on {m!r} (tangent norms up to "
+                f"{float(np.max(np.linalg.norm(u, axis=-1))):.3g}); the guarantee this scale buys "
+                f"is negligible: use a smaller scale (a larger privacy budget or sample)")
+        return out
 
     def log_density(self, center: Array, y: Array) -> Array:
         """log g(y) w.r.t. the Riemannian volume: log h(u - Log_p0 center) - log J_p0(u), u = Log_p0 y."""

@@ -211,7 +211,7 @@ class PrivacyLossDistribution:
         if len(over) == 0:
             return 0.0
         j = over[-1]
-        eps = l[j] + math.log((above[j] + self.infinity_mass - delta) / c[j])
+        eps = float(l[j]) + math.log((above[j] + self.infinity_mass - delta) / c[j])
         return max(eps, 0.0)
 
 
@@ -431,7 +431,7 @@ class PLDAccountant:
 
     def epsilon(self, delta: float) -> float:
         """Smallest epsilon (an upper bound) such that the composition is (epsilon, delta)-DP."""
-        return max(p.epsilon(delta) for p in self._directions())
+        return float(max(p.epsilon(delta) for p in self._directions()))
 
     def delta(self, epsilon: float) -> float:
         """Smallest delta (an upper bound) such that the composition is (epsilon, delta)-DP."""

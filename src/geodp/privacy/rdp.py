@@ -21,6 +21,9 @@ SAMPLINGS = ("poisson", "without_replacement")
 #: Relative slack added to every computed log-moment: covers floating-point rounding (far below
 #: it), so the returned RDP is never below the exact value.
 ROUNDING_SLACK = 1e-12
+#: Largest trapezoidal grid of the fractional-order quadrature; beyond it (noise multipliers
+#: below about 0.03) the chord between the exact integer orders is used, a valid upper bound.
+MAX_NODES = 200_000
 
 
 def _log_binom(n: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -91,7 +94,8 @@ def _log_h(u: np.ndarray, alpha: float) -> np.ndarray:
     return out
 
 
-def _log_a_minus_one_fractional(q: float, z: float, alpha: float, rtol: float = 1e-12) -> float:
+def _log_a_minus_one_fractional(q: float, z: float, alpha: float,
+                                rtol: float = 1e-12) -> float | None:
     """An upper bound, within ``rtol`` relative, on log(A_alpha - 1) at any real alpha > 1.
 
     A_alpha - 1 = int phi_z(x) h(u(x)) dx with u = log(1 - q + q e^w), w = (2x - 1)/(2 z^2), h >= 0
@@ -111,7 +115,9 @@ def _log_a_minus_one_fractional(q: float, z: float, alpha: float, rtol: float = 
       = e^((alpha^2-alpha)/(2z^2)) phi_z(x - alpha) is decreasing there, so the omitted nodes sum
       to at most c^alpha e^((alpha^2-alpha)/(2z^2)) Phi((alpha - x_hi)/z).
 
-    The step is halved until the discretisation term is below ``rtol`` of the sum.
+    The step is halved until the discretisation term is below ``rtol`` of the sum; returns None
+    when that needs more than ``MAX_NODES`` nodes (tiny noise multipliers, where the step scales
+    as z^2), and the caller falls back to the chord.
     """
     log_q, log_1mq = np.log(q), np.log1p(-q)
     K = 12.0
@@ -124,6 +130,8 @@ def _log_a_minus_one_fractional(q: float, z: float, alpha: float, rtol: float = 
     step = z / 4.0
     while True:
         a = min(0.99 * np.pi * z * z, 2.0 * np.pi * z * z / step)
+        if (x_hi - x_lo) / step > MAX_NODES:
+            return None
         m = int(np.ceil((x_hi - x_lo) / step))
         x = x_lo + step * np.arange(m + 1)
         w = (2.0 * x - 1.0) / (2.0 * z * z)
@@ -154,7 +162,13 @@ def _poisson_rdp(q: float, z: float, alpha: float) -> float:
     a certified upper bound within 1e-12 relative elsewhere."""
     if float(alpha).is_integer():
         return _poisson_integer(q, z, int(alpha))
-    return float(np.logaddexp(0.0, _log_a_minus_one_fractional(q, z, alpha)) / (alpha - 1))
+    log_am1 = _log_a_minus_one_fractional(q, z, alpha)
+    if log_am1 is None:  # too fine a grid: the chord of the convex log-moment (see below)
+        lo = int(np.floor(alpha))
+        t = alpha - lo
+        log_lo = 0.0 if lo == 1 else (lo - 1) * _poisson_integer(q, z, lo)
+        return float(((1 - t) * log_lo + t * lo * _poisson_integer(q, z, lo + 1)) / (alpha - 1))
+    return float(np.logaddexp(0.0, log_am1) / (alpha - 1))
 
 
 def _wor_integer(q: float, z: float, alpha: int) -> float:
@@ -302,6 +316,8 @@ def noise_multiplier_for(epsilon: float, delta: float, sample_rate: float = 1.0,
     """
     epsilon = check_positive("epsilon", epsilon)
     check_delta(delta)
+    if isinstance(steps, bool) or int(steps) != steps or steps < 1:
+        raise ValueError(f"steps must be a positive integer, got {steps!r}")
     if accountant not in ACCOUNTANTS:
         raise ValueError(f"accountant must be one of {ACCOUNTANTS}, got {accountant!r}")
     if accountant == "pld" and sampling != "poisson":

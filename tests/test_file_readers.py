@@ -143,3 +143,12 @@ def test_heavy_clipping_warns_and_restrict_needs_the_laplace():
     with pytest.raises(ValueError, match="restrict applies to the Riemannian Laplace"):
         geodp.private_frechet_mean(x, Euclidean(2), 1.0, np.zeros(2), 10.0,
                                    mechanism="wrapped-laplace", restrict=True)
+
+
+def test_release_json_carries_the_guarantee_as_numbers(capsys):
+    import json
+
+    assert main(["release", "mean", "digits-covariance", "--mechanism", "wrapped-gaussian",
+                 "--mu", "1.5", "--seed", "0"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["guarantee_parameters"] == {"notion": "gdp", "mu": 1.5}

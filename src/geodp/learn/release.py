@@ -35,6 +35,7 @@ class Release:
 
     def as_dict(self) -> dict[str, Any]:
         return {"value": np.asarray(self.value).tolist(), "guarantee": self.guarantee.describe(),
+                "guarantee_parameters": self.guarantee.as_dict(),
                 "sensitivity": self.sensitivity, "scale": self.scale, "mechanism": self.mechanism,
                 "exact_sampler": self.exact_sampler, "equivalent_guarantees": self.equivalent,
                 "diagnostics": self.diagnostics}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import numpy as np
 from scipy import optimize, special
@@ -163,12 +164,23 @@ def _poisson_rdp(q: float, z: float, alpha: float) -> float:
     if float(alpha).is_integer():
         return _poisson_integer(q, z, int(alpha))
     log_am1 = _log_a_minus_one_fractional(q, z, alpha)
-    if log_am1 is None:  # too fine a grid: the chord of the convex log-moment (see below)
-        lo = int(np.floor(alpha))
-        t = alpha - lo
-        log_lo = 0.0 if lo == 1 else (lo - 1) * _poisson_integer(q, z, lo)
-        return float(((1 - t) * log_lo + t * lo * _poisson_integer(q, z, lo + 1)) / (alpha - 1))
+    if log_am1 is None:  # too fine a grid
+        return _chord(lambda a: _poisson_integer(q, z, a), alpha)
     return float(np.logaddexp(0.0, log_am1) / (alpha - 1))
+
+
+def _chord(rdp_at: Callable[[int], float], alpha: float) -> float:
+    """An upper bound on eps(alpha) from the RDP at the integers around alpha: the chord of
+    log A between floor(alpha) and floor(alpha) + 1, valid because log A_alpha = (alpha - 1)
+    eps(alpha) is convex in alpha (the log of the moment E[(p/q)^alpha], convex by Hölder's
+    inequality) with log A_1 = 0; exact at integers."""
+    lo = int(np.floor(alpha + 1e-12))
+    t = min(max(alpha - lo, 0.0), 1.0)
+
+    def log_a(a: int) -> float:
+        return 0.0 if a == 1 else (a - 1) * rdp_at(a)
+
+    return float(((1 - t) * log_a(lo) + (t * log_a(lo + 1) if t > 0 else 0.0)) / (alpha - 1))
 
 
 def _wor_integer(q: float, z: float, alpha: int) -> float:
@@ -196,11 +208,9 @@ def subsampled_gaussian_rdp(noise_multiplier: float, sample_rate: float,
 
     Poisson sampling (add/remove neighbours): exact at every order, integer (closed form) or
     fractional (certified quadrature within 1e-12 relative above), see ``_poisson_rdp``.
-    Sampling without replacement (replace-one): the WBK bound at integer orders; a fractional
-    order alpha in (a, a+1) gets the chord of log A between a and a+1, valid because
-    log A_alpha = (alpha - 1) eps(alpha) is convex in alpha (the log of the moment E[(p/q)^alpha],
-    convex by Hölder's inequality) with log A_1 = 0. For sample_rate = 1 the curve is the
-    Gaussian alpha / (2 z^2) at every order.
+    Sampling without replacement (replace-one): the WBK bound at integer orders and its chord
+    (``_chord``) between them. For sample_rate = 1 the curve is the Gaussian alpha / (2 z^2) at
+    every order.
     """
     z = check_positive("noise_multiplier", noise_multiplier)
     q = float(sample_rate)
@@ -214,12 +224,8 @@ def subsampled_gaussian_rdp(noise_multiplier: float, sample_rate: float,
     if sampling == "poisson":
         curve = np.array(_poisson_curve(q, z, tuple(orders.tolist())))
     else:
-        lower = np.floor(orders + 1e-12).astype(int)
-        frac = np.clip(orders - lower, 0.0, 1.0)
-        needed = np.unique(np.concatenate([lower, lower + 1]))
-        log_a = {a: 0.0 if a == 1 else (a - 1) * _wor_integer(q, z, int(a)) for a in needed}
-        chord = np.array([(1 - t) * log_a[a] + t * log_a[a + 1] for a, t in zip(lower, frac)])
-        curve = chord / (orders - 1.0)
+        wor = functools.lru_cache(maxsize=None)(lambda a: _wor_integer(q, z, a))
+        curve = np.array([_chord(wor, a) for a in orders.tolist()])
     # subsampling never hurts: the full-batch Gaussian curve is also an upper bound
     return np.minimum(curve, gaussian_rdp(z, orders))
 

@@ -122,8 +122,8 @@ class PrivacyLossDistribution:
         P(S > hi) <= min_t M(t)^count e^(-t hi) <= tail_mass with M(t) = sum_k p_k e^(t l_k) (and
         likewise below lo). The circular convolution wraps the mass above hi to the bottom of the
         window: that mass (at most tail_mass) is added at +inf. Mass below lo wraps to the top of
-        the window (the whole transform length is kept), where it only raises delta. The FFT rounding bound grows with ``count``
-        (|(X + dX)^T - X^T| <= T |dX| for |X| <= 1) and is added at +inf too.
+        the window (the whole transform length is kept), where it only raises delta. The FFT
+        rounding bound (``_power_error``) is added at +inf too.
         """
         count = int(count)
         if count < 1:

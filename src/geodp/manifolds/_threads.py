@@ -17,6 +17,7 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from functools import lru_cache, wraps
 
 import numpy as np
@@ -106,16 +107,19 @@ def _pool(workers: int, pid: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(workers, thread_name_prefix="geodp")
 
 
-def _run_blocks(task: Callable[[int, int], object], size: int, rows: int) -> list:
-    """task(lo, hi) over consecutive blocks of ``rows`` rows covering range(size), in order."""
-    bounds = list(range(0, size, max(1, rows))) + [size]
+def _run_blocks(task: Callable[[int, int], object], size: int, row_bytes: int) -> list:
+    """task(lo, hi) over consecutive blocks covering range(size), in order: blocks of about
+    BLOCK_BYTES, and at most an equal share per thread available now (a batch worth splitting
+    keeps every thread busy even when it is smaller than two blocks)."""
     available = threads_now()
+    rows = max(1, min(BLOCK_BYTES // max(row_bytes, 1), -(-size // available)))
+    bounds = list(range(0, size, rows)) + [size]
     workers = available if len(bounds) > 2 else 1
     if workers < 2:
-        if available < thread_count():  # other processes are busy: BLAS keeps to what is left
-            with _blas_limited(available):
-                return [task(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
-        return [task(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
+        # other processes busy: BLAS keeps to the CPUs they leave
+        busy = _blas_limited(available) if available < thread_count() else nullcontext()
+        with busy:
+            return [task(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
 
     def run(lo: int, hi: int) -> object:
         _state.inside = True
@@ -133,12 +137,6 @@ def _is_large(count: int, min_batch: int, nbytes: int = 0) -> bool:
     default ``MIN_BATCH``), and not already inside a worker."""
     enough = count >= min_batch or nbytes >= MIN_BYTES * min_batch // MIN_BATCH
     return enough and not getattr(_state, "inside", False)
-
-
-def _rows_per_block(row_bytes: int, size: int) -> int:
-    """Rows of about BLOCK_BYTES, and at most an equal share per thread available now (a batch
-    worth splitting keeps every thread busy even when it is smaller than two blocks)."""
-    return max(1, min(BLOCK_BYTES // max(row_bytes, 1), -(-size // threads_now())))
 
 
 def split_batch(fn: Callable[..., Array], *arrays: Array, core_ndim: int,
@@ -162,7 +160,7 @@ def split_batch(fn: Callable[..., Array], *arrays: Array, core_ndim: int,
             parts.append(a if keep else a[(slice(None),) * own + (slice(lo, hi),)])
         return fn(*parts)
 
-    parts = _run_blocks(task, batch[axis], _rows_per_block(row_bytes, batch[axis]))
+    parts = _run_blocks(task, batch[axis], row_bytes)
     if isinstance(parts[0], tuple):
         return tuple(np.concatenate(p, axis=axis) for p in zip(*parts))
     return np.concatenate(parts, axis=axis)
@@ -181,7 +179,7 @@ def split_sample_sum(fn: Callable[[Array, Array], Array], x: Array, weights: Arr
     lead = (slice(None),) * (x.ndim + sample_axis)
     size = x.shape[sample_axis]
     parts = _run_blocks(lambda lo, hi: fn(x[lead + (slice(lo, hi),)], weights[..., lo:hi]),
-                        size, _rows_per_block(x.nbytes // size, size))
+                        size, x.nbytes // size)
     if isinstance(parts[0], tuple):
         return tuple(sum(p[1:], p[0]) for p in zip(*parts))
     return sum(parts[1:], parts[0])

@@ -120,6 +120,19 @@ def neighbouring_footpoints(manifold: Manifold, center: Array, sensitivity: floa
     return manifold.exp(center, -half), manifold.exp(center, half), direction
 
 
+def dp_rgd_step_sampler(manifold: Manifold, center: Array, footpoint: Array,
+                        sigma: float) -> Sampler:
+    """Draws of one DP-RGD step from ``center`` whose noiseless update lands on ``footpoint``:
+    Exp_center(Log_center(footpoint) + xi), xi ~ N_center(0, sigma^2) (the tangent Gaussian on
+    the gradient sum, then Exp). Neighbouring inputs move the noiseless update by at most the
+    sum's sensitivity, so two footpoints at that distance are the worst case."""
+    from .mechanisms import TangentGaussian
+
+    shift = manifold.log(center, footpoint)
+    noise = TangentGaussian(manifold, sigma)
+    return lambda n, rng: manifold.exp(center, shift + noise.sample(center, n, rng))
+
+
 def projection_statistic(manifold: Manifold, center: Array, direction: Array) -> Callable[[Array], Array]:
     """s(y) = <Log_center(y), direction>: the coordinate of an output along the neighbours' geodesic."""
     def statistic(y: Array) -> Array:

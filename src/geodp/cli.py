@@ -178,15 +178,14 @@ def open_ledger(path: str | None):
 
     if path is None:
         return None
-    try:
-        return BudgetLedger(path)
-    except FileNotFoundError as exc:
-        raise SystemExit(f"error: {exc}; create it with 'geodp budget init'") from exc
+    if not Path(path).exists():
+        raise SystemExit(f"error: no ledger at {path}; create it with 'geodp budget init "
+                         f"--ledger {path} --epsilon E'")
+    return BudgetLedger(path)
 
 
 def cmd_release_mean(args: argparse.Namespace) -> None:
     from .learn import private_frechet_mean
-    from .privacy import BudgetExceededError
 
     points, manifold = read_points(args.data, _manifold_arg(args.manifold))
     center, radius, origin = public_ball(args, manifold)
@@ -197,34 +196,26 @@ def cmd_release_mean(args: argparse.Namespace) -> None:
     if (args.rdp_alpha is None) != (args.rdp_epsilon is None):
         raise SystemExit("--rdp-alpha and --rdp-epsilon go together")
     rdp = None if args.rdp_alpha is None else (args.rdp_alpha, args.rdp_epsilon)
-    try:
-        rel = private_frechet_mean(points, manifold, args.epsilon, center, radius,
-                                   mechanism=args.mechanism, clip=args.clip, ledger=ledger,
-                                   rng=args.seed, restrict=args.restrict, delta=args.delta,
-                                   mu=args.mu, rdp=rdp, footpoint=footpoint,
-                                   tangent_sensitivity=args.tangent_sensitivity,
-                                   footpoint_budget=args.footpoint_budget, steps=args.steps,
-                                   lr=args.lr)
-    except (ValueError, BudgetExceededError) as exc:
-        raise SystemExit(f"error: {exc}") from exc
+    rel = private_frechet_mean(points, manifold, args.epsilon, center, radius,
+                               mechanism=args.mechanism, clip=args.clip, ledger=ledger,
+                               rng=args.seed, restrict=args.restrict, delta=args.delta, mu=args.mu,
+                               rdp=rdp, footpoint=footpoint,
+                               tangent_sensitivity=args.tangent_sensitivity,
+                               footpoint_budget=args.footpoint_budget, steps=args.steps, lr=args.lr)
     emit({"manifold": repr(manifold), "data": args.data, "radius": radius,
           "ball": origin, **rel.as_dict()})
 
 
 def cmd_release_pca(args: argparse.Namespace) -> None:
     from .learn import private_pca
-    from .privacy import BudgetExceededError
 
     points, manifold = read_points(args.data, _manifold_arg(args.manifold))
     if points.ndim != 2:
         raise SystemExit(f"PCA needs vectors: {args.data!r} holds points of shape {points.shape[1:]}")
     ledger = open_ledger(args.ledger)
-    try:
-        rel = private_pca(points, args.epsilon, args.delta, args.norm_bound, steps=args.steps,
-                          lr=args.lr, clip_data=args.clip_data, rng=args.seed, ledger=ledger,
-                          progress=not args.quiet)
-    except (ValueError, BudgetExceededError) as exc:
-        raise SystemExit(f"error: {exc}") from exc
+    rel = private_pca(points, args.epsilon, args.delta, args.norm_bound, steps=args.steps,
+                      lr=args.lr, clip_data=args.clip_data, rng=args.seed, ledger=ledger,
+                      progress=not args.quiet)
     emit({"data": args.data, "dimension": points.shape[1], **rel.as_dict()})
 
 
@@ -246,8 +237,9 @@ def _audit_center(manifold: Manifold) -> np.ndarray:
 
 
 def cmd_audit(args: argparse.Namespace) -> None:
-    from .audit import audit_mechanism, neighbouring_footpoints, projection_statistic
-    from .mechanisms import RiemannianLaplace, TangentGaussian, WrappedGaussian, WrappedLaplace
+    from .audit import (audit_mechanism, dp_rgd_step_sampler, neighbouring_footpoints,
+                        projection_statistic)
+    from .mechanisms import RiemannianLaplace, WrappedGaussian, WrappedLaplace
 
     manifold = _manifold_arg(args.manifold)
     center = _audit_center(manifold)
@@ -263,21 +255,16 @@ def cmd_audit(args: argparse.Namespace) -> None:
         if args.mu is None:
             raise SystemExit(f"error: auditing the {args.mechanism} mechanism needs --mu (GDP)")
         claim, scale = {"mu": args.mu}, args.sensitivity / args.mu
-        if args.mechanism == "wrapped-gaussian":
-            mech = WrappedGaussian(manifold, scale, center)
-        else:  # one DP-RGD step: the tangent Gaussian on the clipped sum, then Exp
-            noise = TangentGaussian(manifold, scale)
-            step = manifold.log(center, near), manifold.log(center, far)
+        mech = WrappedGaussian(manifold, scale, center) if args.mechanism == "wrapped-gaussian" \
+            else None
 
-            class _Step:
-                @staticmethod
-                def sample(point, size, rng):
-                    shift = step[0] if point is near else step[1]
-                    return manifold.exp(center, shift + noise.sample(center, size, rng))
+    def sampler(point):
+        if mech is None:
+            return dp_rgd_step_sampler(manifold, center, point, scale)
+        return lambda k, g: mech.sample(point, k, g)
 
-            mech = _Step()
-    result = audit_mechanism(lambda k, g: mech.sample(far, k, g), lambda k, g: mech.sample(near, k, g),
-                             statistic, args.samples, args.confidence, rng=args.seed)
+    result = audit_mechanism(sampler(far), sampler(near), statistic, args.samples,
+                             args.confidence, rng=args.seed)
     audited = result.epsilon_lower if "epsilon" in claim else result.mu_lower
     claimed = claim.get("epsilon", claim.get("mu"))
     emit({"mechanism": args.mechanism, "manifold": repr(manifold), "sensitivity": args.sensitivity,
@@ -315,10 +302,7 @@ def cmd_budget(args: argparse.Namespace) -> None:
                              f"{args.ledger}' reads it (nothing was changed)")
         ledger = BudgetLedger(args.ledger, args.epsilon, args.delta)
     else:
-        try:
-            ledger = BudgetLedger(args.ledger)
-        except FileNotFoundError as exc:
-            raise SystemExit(str(exc)) from exc
+        ledger = open_ledger(args.ledger)
     eps, delta = ledger.spent()
     basic_eps, basic_delta = ledger.spent_basic()
     out = {"ledger": str(args.ledger), "total_epsilon": ledger.total_epsilon,

@@ -28,6 +28,7 @@ from scipy import special, stats
 
 from .manifolds import Manifold
 from .manifolds.base import Array, as_generator
+from .privacy.conversions import check_count
 
 Sampler = Callable[[int, np.random.Generator], Array]
 
@@ -69,13 +70,11 @@ def audit_mechanism(sample_d: Sampler, sample_d_prime: Sampler, statistic: Calla
     ``thresholds`` quantiles of the pooled statistic define the events, in both tails; ``delta``
     is the delta of the epsilon bound; ``delta_at_epsilon`` also bounds delta at that epsilon.
     """
-    if isinstance(n_samples, bool) or int(n_samples) != n_samples or n_samples < 10:
-        raise ValueError(f"n_samples must be an integer >= 10, got {n_samples!r}")
+    n = check_count("n_samples", n_samples, 10)
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
     if not 0 <= delta < 1:
         raise ValueError(f"delta must lie in [0, 1), got {delta}")
-    n = int(n_samples)
     rng = as_generator(rng)
     s1 = np.asarray(statistic(sample_d(n, rng)), dtype=float).reshape(-1)
     s2 = np.asarray(statistic(sample_d_prime(n, rng)), dtype=float).reshape(-1)

@@ -33,7 +33,7 @@ from ..manifolds import Manifold
 from ..manifolds.base import Array, as_generator
 from ..mechanisms.tangent_gaussian import TangentGaussian
 from ..privacy import BudgetLedger, SubsampledGaussian, gdp_mu, noise_multiplier_for
-from ..privacy.conversions import check_delta, check_positive
+from ..privacy.conversions import check_count, check_delta, check_positive
 from .release import Release
 
 OUTPUTS = ("last", "random", "average", "weighted-average")
@@ -159,9 +159,7 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
     """
     epsilon = check_positive("epsilon", epsilon)
     delta = check_delta(delta)
-    if isinstance(steps, bool) or int(steps) != steps or steps < 1:
-        raise ValueError(f"steps must be a positive integer, got {steps!r}")
-    steps = int(steps)
+    steps = check_count("steps", steps, 1)
     if output not in OUTPUTS:
         raise ValueError(f"output must be one of {OUTPUTS}, got {output!r}")
     if sampling not in SAMPLINGS:

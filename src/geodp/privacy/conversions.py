@@ -26,6 +26,20 @@ def check_positive(name: str, value: float) -> float:
     return value
 
 
+def check_count(name: str, value, minimum: int = 0) -> int:
+    """``value`` as an int, or ValueError unless it is a whole number >= ``minimum`` (booleans
+    are refused: ``steps=True`` is a mistake, not one step)."""
+    try:
+        whole = not isinstance(value, bool) and int(value) == value
+    except (TypeError, ValueError):
+        whole = False
+    if not whole or value < minimum:
+        kind = {0: "a non-negative integer", 1: "a positive integer"}.get(
+            minimum, f"an integer >= {minimum}")
+        raise ValueError(f"{name} must be {kind}, got {value!r}")
+    return int(value)
+
+
 def check_delta(delta: float) -> float:
     """``delta`` as a float, or ValueError unless 0 < delta < 1."""
     delta = check_number("delta", delta)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .conversions import (check_delta, check_positive, gdp_epsilon, pure_to_gdp, pure_to_rdp,
+from .conversions import (check_count, check_delta, check_positive, gdp_epsilon, pure_to_gdp, pure_to_rdp,
                           rdp_to_approx)
 from .pld import PLDAccountant
 from .rdp import ORDERS, SAMPLINGS, subsampled_gaussian_rdp
@@ -193,9 +193,7 @@ class SubsampledGaussian(Guarantee):
         if not 0 < q <= 1:
             raise ValueError(f"sample_rate must lie in (0, 1], got {self.sample_rate}")
         object.__setattr__(self, "sample_rate", q)
-        if int(self.steps) != self.steps or self.steps < 1:
-            raise ValueError(f"steps must be a positive integer, got {self.steps}")
-        object.__setattr__(self, "steps", int(self.steps))
+        object.__setattr__(self, "steps", check_count("steps", self.steps, 1))
         if self.sampling not in SAMPLINGS:
             raise ValueError(f"sampling must be one of {SAMPLINGS}, got {self.sampling!r}")
 

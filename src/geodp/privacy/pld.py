@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import fft, special
 
-from .conversions import check_positive
+from .conversions import check_count, check_positive
 
 #: Default grid step of the privacy loss (dp-accounting's default value discretisation interval).
 DEFAULT_STEP = 1e-4
@@ -125,9 +125,7 @@ class PrivacyLossDistribution:
         the window (the whole transform length is kept), where it only raises delta. The FFT
         rounding bound (``_power_error``) is added at +inf too.
         """
-        count = int(count)
-        if count < 1:
-            raise ValueError(f"count must be a positive integer, got {count}")
+        count = check_count("count", count, 1)
         if count == 1:
             return self
         x = self.pmf
@@ -400,7 +398,7 @@ class PLDAccountant:
         if sampling != "poisson":
             raise ValueError("PLD accounting covers Poisson sampling; for sampling without "
                              "replacement use accountant='rdp' (RDPAccountant)")
-        steps = _check_steps(steps)
+        steps = check_count("steps", steps)
         if steps == 0:
             return self
         parts = [subsampled_gaussian_pld(noise_multiplier, sample_rate, d, self.step,
@@ -411,7 +409,7 @@ class PLDAccountant:
     def compose_laplace(self, scale: float, steps: int = 1,
                         sensitivity: float = 1.0) -> "PLDAccountant":
         """``steps`` runs of the Laplace mechanism with the given scale and sensitivity."""
-        steps = _check_steps(steps)
+        steps = check_count("steps", steps)
         if steps == 0:
             return self
         return self.compose_pld(laplace_pld(scale, sensitivity, self.step)
@@ -419,7 +417,7 @@ class PLDAccountant:
 
     def compose_pure(self, epsilon: float, steps: int = 1) -> "PLDAccountant":
         """``steps`` epsilon-DP mechanisms of any kind (dominated by randomised response)."""
-        steps = _check_steps(steps)
+        steps = check_count("steps", steps)
         if steps == 0:
             return self
         return self.compose_pld(pure_pld(epsilon, self.step).self_compose(steps, self.tail_mass))
@@ -440,9 +438,3 @@ class PLDAccountant:
     def error_terms(self) -> float:
         """The delta folded in for truncation, wrap-around and rounding (already included)."""
         return max(p.errors for p in self._directions())
-
-
-def _check_steps(steps) -> int:
-    if int(steps) != steps or steps < 0:
-        raise ValueError(f"steps must be a non-negative integer, got {steps}")
-    return int(steps)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import optimize, special
 
-from .conversions import check_delta, check_positive, rdp_to_approx
+from .conversions import check_count, check_delta, check_positive, rdp_to_approx
 from .pld import PLDAccountant
 
 #: Orders at which curves are tracked. Fractional orders wherever the optimum can fall: a
@@ -261,15 +261,14 @@ class RDPAccountant:
         sensitivity is then the replace-one sensitivity, e.g. 2C for sums of gradients clipped
         at C). Returns self (chainable); the accountant is updated in place.
         """
-        if int(steps) != steps or steps < 0:
-            raise ValueError(f"steps must be a non-negative integer, got {steps}")
+        steps = check_count("steps", steps)
         if sampling == "without_replacement" and n is not None:
             b = sample_rate * n
             if abs(b - round(b)) > 1e-9 or not 1 <= round(b) <= n:
                 raise ValueError(f"sample_rate * n must be a batch size in 1..n, got {b}")
         self.rdp = self.rdp + steps * subsampled_gaussian_rdp(noise_multiplier, sample_rate,
                                                               sampling, self.orders)
-        self.steps += int(steps)
+        self.steps += steps
         return self
 
     def compose_rdp(self, rdp: np.ndarray) -> "RDPAccountant":
@@ -322,8 +321,7 @@ def noise_multiplier_for(epsilon: float, delta: float, sample_rate: float = 1.0,
     """
     epsilon = check_positive("epsilon", epsilon)
     check_delta(delta)
-    if isinstance(steps, bool) or int(steps) != steps or steps < 1:
-        raise ValueError(f"steps must be a positive integer, got {steps!r}")
+    check_count("steps", steps, 1)
     if accountant not in ACCOUNTANTS:
         raise ValueError(f"accountant must be one of {ACCOUNTANTS}, got {accountant!r}")
     if accountant == "pld" and sampling != "poisson":

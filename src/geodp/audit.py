@@ -109,7 +109,8 @@ def audit_mechanism(sample_d: Sampler, sample_d_prime: Sampler, statistic: Calla
                        None if delta_at_epsilon is None else max(dlt, 0.0), n, confidence, events)
 
 
-def neighbouring_footpoints(manifold: Manifold, center: Array, sensitivity: float) -> tuple[Array, Array, Array]:
+def neighbouring_footpoints(manifold: Manifold, center: Array,
+                            sensitivity: float) -> tuple[Array, Array, Array]:
     """Two footpoints at distance ``sensitivity`` along a geodesic through ``center``, and the unit
     tangent direction at ``center``: the worst case of a Fréchet-mean release whose sensitivity
     is that distance (the outputs on neighbouring data sets differ by at most it)."""

@@ -341,7 +341,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"geodp {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("mean", formatter_class=HELP, help="Fréchet mean of manifold-valued data (not private)",
+    p = sub.add_parser("mean", formatter_class=HELP,
+                       help="Fréchet mean of manifold-valued data (not private)",
                        description="Compute the Fréchet mean by Riemannian gradient descent.")
     p.add_argument("data", help="a .npy/.csv file or a built-in data set name (see 'geodp datasets')")
     p.add_argument("--manifold", help=SPEC_HELP)
@@ -349,7 +350,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-iter", type=int, default=500, help="iteration limit")
     p.set_defaults(func=cmd_mean)
 
-    p = sub.add_parser("release", formatter_class=HELP, help="private releases (see 'geodp release mean --help')",
+    p = sub.add_parser("release", formatter_class=HELP,
+                       help="private releases (see 'geodp release mean --help')",
                        description="Differentially private releases of manifold-valued statistics.")
     rsub = p.add_subparsers(dest="release", required=True)
     p = rsub.add_parser("mean", formatter_class=HELP, help="a differentially private Fréchet mean",

@@ -33,7 +33,7 @@ from ..learn.pca import pca_gradients
 from ..manifolds import SPD, Sphere
 from ..mechanisms import NotNormalisableError, RiemannianLaplace
 from ..mechanisms.tangent_gaussian import TangentGaussian
-from ..statistics import frechet_mean, frechet_mean_sensitivity
+from ..statistics import frechet_mean
 from ._output import pyplot, save_figure, write_csv
 from .baselines import dp_pgd
 

@@ -158,11 +158,13 @@ class Hyperbolic(Manifold):
         far = x[..., 0] > FAR_COORDINATE * self.radius
         if np.any(far):
             top = float(np.max(x[..., 0])) / self.radius
+            eps = np.finfo(float).eps
             warnings.warn(
-                f"{int(np.sum(far))} point(s) lie beyond distance {self.radius * np.arccosh(FAR_COORDINATE):.3g} "
-                f"from the origin (largest x_0/R = {top:.3g}, distance {self.radius * np.arccosh(top):.3g}): "
-                f"in double precision the hyperboloid holds them only to {np.finfo(float).eps * top**2:.1g} "
-                f"relative, and distances near them to about {np.finfo(float).eps * top:.1g}",
+                f"{int(np.sum(far))} point(s) lie beyond distance "
+                f"{self.radius * np.arccosh(FAR_COORDINATE):.3g} from the origin (largest "
+                f"x_0/R = {top:.3g}, distance {self.radius * np.arccosh(top):.3g}): in double "
+                f"precision the hyperboloid holds them only to {eps * top**2:.1g} relative, and "
+                f"distances near them to about {eps * top:.1g}",
                 HyperboloidPrecisionWarning, stacklevel=2)
         return x
 

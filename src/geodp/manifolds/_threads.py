@@ -28,15 +28,16 @@ MIN_BATCH = 20_000
 """Smallest batch that is cut into blocks: below it, the bookkeeping costs more than it saves."""
 
 MIN_BYTES = 20_000 * 16
-"""Smallest input (bytes of its largest array) cut into blocks whatever its count: a few hundred
-large matrices are as much work as tens of thousands of small points."""
+"""Smallest input of heavy rows cut into blocks whatever its count: a few hundred large
+matrices are as much work as tens of thousands of small points."""
 
 BLOCK_BYTES = 3 * 2**19
 """Target size of one block of the largest input (1.5 MiB: a few temporaries fit in cache)."""
 
 HEAVY_ROW_BYTES = 200
-"""Rows of at least this size (SPD(5) and up) cost an eigendecomposition each: worth a thread
-per share even below two blocks; lighter rows are split only from two blocks on."""
+"""Rows of at least this size (SPD(5) and up) cost an eigendecomposition each: worth splitting
+from ``MIN_BYTES`` on, a thread per share even below two blocks; lighter rows are split from
+``MIN_BATCH`` rows and two blocks on."""
 
 _state = threading.local()
 
@@ -132,11 +133,13 @@ def _run_blocks(task: Callable[[int, int], object], size: int, row_bytes: int) -
         return list(_pool(workers, os.getpid()).map(run, bounds[:-1], bounds[1:]))
 
 
-def _is_large(count: int, min_batch: int, nbytes: int = 0) -> bool:
-    """Worth cutting into blocks: ``min_batch`` items or the matching bytes (``MIN_BYTES`` at the
-    default ``MIN_BATCH``), and not already inside a worker."""
-    enough = count >= min_batch or nbytes >= MIN_BYTES * min_batch // MIN_BATCH
-    return enough and not getattr(_state, "inside", False)
+def _is_large(count: int, min_batch: int, row_bytes: int = 0) -> bool:
+    """Worth cutting into blocks, and not already inside a worker: ``min_batch`` items, or, for
+    heavy rows (``HEAVY_ROW_BYTES``: an eigendecomposition each), the matching bytes
+    (``MIN_BYTES`` at the default ``MIN_BATCH``). Light rows below ``min_batch`` cost less than
+    the threads' bookkeeping."""
+    heavy = row_bytes >= HEAVY_ROW_BYTES and count * row_bytes >= MIN_BYTES * min_batch // MIN_BATCH
+    return (count >= min_batch or heavy) and not getattr(_state, "inside", False)
 
 
 def split_batch(fn: Callable[..., Array], *arrays: Array, core_ndim: int,
@@ -147,7 +150,7 @@ def split_batch(fn: Callable[..., Array], *arrays: Array, core_ndim: int,
     batch = np.broadcast_shapes(*(a.shape[:a.ndim - core_ndim] for a in arrays))
     count = int(np.prod(batch, dtype=int))
     core = max(int(np.prod(a.shape[a.ndim - core_ndim:])) for a in arrays)
-    if count < 2 or not _is_large(count, min_batch, 8 * core * count):
+    if count < 2 or not _is_large(count, min_batch, 8 * core):
         return fn(*arrays)
     axis = int(np.argmax(batch))
     row_bytes = 8 * (count // batch[axis]) * core
@@ -173,8 +176,9 @@ def split_sample_sum(fn: Callable[[Array, Array], Array], x: Array, weights: Arr
     to be worth splitting (``_is_large``) are summed in one call."""
     x, weights = np.asarray(x, dtype=float), np.asarray(weights, dtype=float)
     count = int(np.prod(x.shape[:x.ndim + sample_axis + 1], dtype=int))
-    heavy = x.nbytes // max(x.shape[sample_axis], 1) >= HEAVY_ROW_BYTES
-    if not _is_large(count, min_batch, x.nbytes) or (not heavy and x.nbytes < 2 * BLOCK_BYTES):
+    row_bytes = x.nbytes // max(count, 1)
+    if not _is_large(count, min_batch, row_bytes) or (
+            row_bytes < HEAVY_ROW_BYTES and x.nbytes < 2 * BLOCK_BYTES):
         return fn(x, weights)
     lead = (slice(None),) * (x.ndim + sample_axis)
     size = x.shape[sample_axis]

@@ -132,3 +132,17 @@ def test_cholesky_and_inverse_match_lapack(n):
     assert np.allclose(inv @ l, np.eye(n), atol=1e-9)
     with pytest.raises(np.linalg.LinAlgError):
         mx.cholesky(-np.eye(n))
+
+
+@pytest.mark.parametrize("n", [2, 3])
+@pytest.mark.parametrize("scale", [1e-162, 1e-300, 1e-310, 1e150])
+def test_closed_form_eigh_is_orthonormal_at_extreme_scales(n, scale):
+    """The 2x2 rotation used to form 2 rad (rad + |half|), which underflows for entries below
+    1e-154 and left unnormalised eigenvectors (|v| = 0.97 at 1e-162); the 3x3 shift multiplied by
+    1/scale, which overflows for subnormal entries (NaN at 1e-310)."""
+    a = random_sym(np.random.default_rng(4), n, 50, False)
+    a /= np.max(np.abs(a), axis=(-2, -1), keepdims=True)
+    w, v = mx.eigh(a * scale)
+    assert np.allclose(v @ np.swapaxes(v, -1, -2), np.eye(n), atol=1e-13)
+    tol = 1e-13 if scale > 1e-300 else 1e-9  # a subnormal input carries fewer digits
+    assert np.allclose(np.einsum("nij,nj,nkj->nik", v, w, v) / scale, a, atol=tol)

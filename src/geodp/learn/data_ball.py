@@ -18,6 +18,30 @@ class ClippingWarning(UserWarning):
     """Clipping moved a large share of the records onto the public ball's boundary."""
 
 
+def check_representable(manifold: Manifold, center: Array, radius: float) -> None:
+    """Refuse a public ball whose boundary double precision cannot hold (far hyperbolic or SPD
+    points overflow): the mechanisms' draws and iterates would leave the number range."""
+    probe = manifold.exp(center, manifold.from_coords(center, radius * np.eye(manifold.dim)[0]))
+    if not np.all(np.isfinite(probe)):
+        raise ValueError(f"radius {radius:g} reaches beyond what double precision represents on "
+                         f"{manifold!r} (points at that distance overflow); choose a smaller radius")
+
+
+def into_ball(manifold: Manifold, points: Array, center: Array, radius: float) -> tuple[Array, Array]:
+    """Each point outside B_radius(center) moved along its geodesic from the center onto the
+    boundary, Exp_c(radius Log_c(x)/|Log_c(x)|); and the mask of the points moved."""
+    d = manifold.dist(center, points)
+    outside = d > radius
+    if not outside.any():
+        return points, outside
+    v = manifold.log(center, points[outside])
+    norms = manifold.norm(center, v).reshape(v.shape[:v.ndim - len(manifold.point_shape)]
+                                             + (1,) * len(manifold.point_shape))
+    moved = np.array(points, dtype=float, copy=True)
+    moved[outside] = manifold.exp(center, radius * (1 - 1e-12) * v / norms)
+    return moved, outside
+
+
 def enforce_ball(manifold: Manifold, points: Array, center: Array, radius: float,
                  clip: bool) -> tuple[Array, int]:
     """Points inside B_radius(center), and how many were clipped.
@@ -27,6 +51,7 @@ def enforce_ball(manifold: Manifold, points: Array, center: Array, radius: float
     Exp_c(radius Log_c(x)/|Log_c(x)|): a fixed map applied to each record, so the sensitivity
     bound (and the guarantee) holds for the clipped data.
     """
+    check_representable(manifold, center, radius)
     d = manifold.dist(center, points)
     outside = d > radius
     if not outside.any():
@@ -37,10 +62,7 @@ def enforce_ball(manifold: Manifold, points: Array, center: Array, radius: float
             f"{radius:g} around the center (farthest at distance {float(d.max()):.6g}); the "
             f"sensitivity bound does not hold for them. Pass clip=True to move them onto the "
             f"boundary, or choose a larger public radius")
-    v = manifold.log(center, points[outside])
-    norms = manifold.norm(center, v).reshape((-1,) + (1,) * len(manifold.point_shape))
-    clipped = np.array(points, dtype=float, copy=True)
-    clipped[outside] = manifold.exp(center, radius * (1 - 1e-12) * v / norms)
+    clipped, _ = into_ball(manifold, points, center, radius)
     count = int(outside.sum())
     if count > CLIP_WARNING * len(points):
         warnings.warn(f"clipping moved {count} of {len(points)} records ({count / len(points):.0%}) "

@@ -34,6 +34,7 @@ from ..manifolds.base import Array, as_generator
 from ..mechanisms.tangent_gaussian import TangentGaussian
 from ..privacy import BudgetLedger, SubsampledGaussian, gdp_mu, noise_multiplier_for
 from ..privacy.conversions import check_count, check_delta, check_positive
+from .data_ball import check_representable, into_ball
 from .release import Release
 
 OUTPUTS = ("last", "random", "average", "weighted-average")
@@ -112,7 +113,7 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
             rng: np.random.Generator | int | None = None, *, lipschitz: float | None = None,
             euclidean_grad: bool = False, loss: Callable[[Array, Array], float] | None = None,
             ledger: BudgetLedger | None = None, progress: bool = False,
-            label: str = "DP-RGD") -> Release:
+            label: str = "DP-RGD", domain: tuple[Array, float] | None = None) -> Release:
     """(epsilon, delta)-DP Riemannian (stochastic) gradient descent on ``manifold``.
 
     Parameters
@@ -140,6 +141,10 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
         Records the full-data loss at every iterate: a non-private diagnostic.
     ledger : BudgetLedger, optional
         The guarantee is reserved before any randomness is drawn.
+    domain : (center, radius), optional
+        A public geodesic ball: every iterate is moved back onto it after its noisy step (the
+        projected variant; post-processing, so the guarantee is unchanged), which keeps the
+        iterates where the losses' gradient bounds hold.
 
     Returns
     -------
@@ -174,6 +179,9 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
     w = manifold.check_point(init)
     if w.shape != manifold.point_shape:
         raise ValueError(f"init must be one point of shape {manifold.point_shape}, got {w.shape}")
+    if domain is not None:
+        domain = (manifold.check_point(domain[0]), check_positive("domain radius", domain[1]))
+        check_representable(manifold, *domain)
     data = np.asarray(data)
     n = len(data)
     if n == 0:
@@ -220,6 +228,8 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
             clipped_total += clipped
         zeta = (total + noise.sample(w, rng=rng)) / expected
         w = manifold.exp(w, -schedule(t) * zeta)
+        if domain is not None:
+            w = into_ball(manifold, w, *domain)[0]
         if t + 1 == pick:
             chosen = w
         if output in ("average", "weighted-average"):

@@ -117,7 +117,8 @@ def _dp_rgd_mean(manifold, x, target, center, radius, steps, lr, ledger, rng, cl
         return 0.5 * float(np.mean(manifold.dist(np.expand_dims(w, -nd - 1), data) ** 2))
 
     rel = dp_rsgd(manifold, gradients, x, target.epsilon, target.delta, steps, lr=lr, init=center,
-                  clip=2.0 * radius, rng=rng, loss=loss, ledger=ledger, label="Fréchet mean (dp-rgd)")
+                  clip=2.0 * radius, rng=rng, loss=loss, ledger=ledger, label="Fréchet mean (dp-rgd)",
+                  domain=(center, radius))
     rel.diagnostics.update(clipped_to_ball=clipped)
     return rel
 
@@ -147,9 +148,9 @@ def private_frechet_mean(points: Array, manifold: Manifold, epsilon: float | Non
       (default: Delta, valid because Log_p0 is 1-Lipschitz on Hadamard manifolds).
     - ``"dp-rgd"``: the mean as empirical risk minimisation, F(w) = (1/2n) sum_i rho(w, x_i)^2,
       by DP Riemannian gradient descent (Han et al., Algorithm 1; ``dp_rsgd``) from the public
-      ``center``, full batch, ``steps`` steps of size ``lr``; per-record gradients -Log_w(x_i)
-      clipped to 2 * radius (their norm while w stays in the data ball). Gives (epsilon,
-      delta)-DP with ``delta``.
+      ``center``, full batch, ``steps`` steps of size ``lr``, each iterate moved back onto the
+      data ball; per-record gradients -Log_w(x_i) clipped to 2 * radius (their largest norm for
+      w in the data ball, so the clipping never acts). Gives (epsilon, delta)-DP with ``delta``.
 
     Parameters
     ----------
@@ -250,6 +251,11 @@ def private_frechet_mean(points: Array, manifold: Manifold, epsilon: float | Non
         else:
             scale = rdp_sigma(float(main.orders[0]), float(main.epsilons[0]), tangent)
         name = "exponential-wrapped Gaussian"
+    if wrapped:
+        cls = WrappedLaplace if mechanism == "wrapped-laplace" else WrappedGaussian
+        if fixed_footpoint is not None:
+            cls(manifold, scale, fixed_footpoint).check_representable(
+                float(manifold.dist(fixed_footpoint, center)) + radius)
     reservation = None
     if ledger is not None:
         reservation = ledger.reserve(target, label=f"Fréchet mean ({mechanism}, {target.describe()})")
@@ -260,7 +266,6 @@ def private_frechet_mean(points: Array, manifold: Manifold, epsilon: float | Non
         diagnostics["private_footpoint"] = {"epsilon": eps_fp, **fp_info}
         exact = fp_info["sampler"]["exact"]
     if wrapped:
-        cls = WrappedLaplace if mechanism == "wrapped-laplace" else WrappedGaussian
         value = cls(manifold, scale, fixed_footpoint).sample(fit.mean, rng=rng)
         diagnostics.update(footpoint=np.asarray(fixed_footpoint).tolist(),
                            tangent_sensitivity=tangent, main_guarantee=main.describe())

@@ -62,8 +62,7 @@ def _shifted_3x3(a: Array):
                        np.maximum(np.abs(a02), np.abs(a12)))
     zero = scale == 0
     scale = np.where(zero, 1.0, scale)
-    inv = 1.0 / scale
-    b = (b00 * inv, b11 * inv, b22 * inv, a01 * inv, a02 * inv, a12 * inv)
+    b = tuple(c / scale for c in (b00, b11, b22, a01, a02, a12))  # 1/scale overflows if subnormal
     b00, b11, b22, b01, b02, b12 = b
     p = np.sqrt((b00 * b00 + b11 * b11 + b22 * b22
                  + 2.0 * (b01 * b01 + b02 * b02 + b12 * b12)) / 6.0)
@@ -91,10 +90,11 @@ def _rotation(half: Array, off: Array, rad: Array) -> tuple[Array, Array]:
     """(cos t, sin t) of the Jacobi rotation whose first column is the top eigenvector of
     [[m + half, off], [off, m - half]], rad = sqrt(half^2 + off^2): the normalised
     (half + rad, off) or (off, rad - half), whichever has no cancellation; (1, 0) when rad = 0."""
-    big = rad + np.abs(half)
-    norm = np.sqrt(2.0 * rad * big)
-    ok = norm > 0
-    inv = 1.0 / np.where(ok, norm, 1.0)
+    ok = rad > 0
+    safe = np.where(ok, rad, 1.0)
+    half, off = half / safe, off / safe  # scaled to rad = 1: no underflow in tiny matrices
+    big = 1.0 + np.abs(half)
+    inv = 1.0 / np.sqrt(2.0 * big)
     pos = half >= 0
     cs = np.where(ok, np.where(pos, big, off) * inv, 1.0)
     sn = np.where(ok, np.where(pos, off, big) * inv, 0.0)

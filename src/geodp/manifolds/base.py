@@ -12,6 +12,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ._special import cosh_sinhc, sinc
+
 Array = np.ndarray
 
 
@@ -59,6 +61,32 @@ def space_form_mean_log(p: Array, x: Array, weights: Array, dual_p: Array,
     grad = np.matmul(a[..., None, :], x)[..., 0, :] - np.sum(a * c, axis=-1)[..., None] * p
     theta2 = r * r * np.maximum(sign * (1.0 - c * c), 0.0)
     return grad, 0.5 * radius**2 * np.sum(w * theta2, axis=-1)
+
+
+def space_form_exp_adjoints(p: Array, v: Array, e: Array, sign: float, radius: float,
+                            inner: Callable[[Array, Array], Array]) -> tuple[Array, Array]:
+    """``Manifold.exp_adjoints`` on a sphere (sign = 1) or hyperboloid (sign = -1) of radius R.
+
+    With t = |v|/R and u = v/|v|, the geodesic's unit velocity at Exp_p(v) is
+    e1 = -sign sn(t) p/R + cs(t) u (sn, cs = sin, cos or sinh, cosh); parallel transport back to p
+    maps e1 to u and fixes the rest of e (orthogonal to p and u). In a parallel frame the Jacobi
+    fields scale the part orthogonal to the geodesic by cs(t) (d_p) and sn(t)/t (d_v) and leave
+    the parallel part as it is, so each adjoint is that same scaling of the transported e.
+    """
+    p, v, e = (np.asarray(a, dtype=float) for a in (p, v, e))
+    size = np.sqrt(np.maximum(inner(p, v, v), 0.0))
+    t = size / radius
+    u = v / np.where(size > 0, size, 1.0)[..., None]
+    if sign > 0:
+        sn, cs, snc = np.sin(t), np.cos(t), sinc(t)
+    else:
+        cs, snc = cosh_sinhc(t)
+        sn = snc * t
+    e1 = (-sign * sn / radius)[..., None] * p + cs[..., None] * u
+    b = inner(p, e1, e)
+    perp = e - b[..., None] * e1
+    par = b[..., None] * u
+    return par + cs[..., None] * perp, par + snc[..., None] * perp
 
 
 class Manifold(ABC):
@@ -135,6 +163,16 @@ class Manifold(ABC):
     @abstractmethod
     def transport(self, p: Array, q: Array, v: Array) -> Array:
         """Parallel transport of v in T_p along the minimising geodesic from p to q."""
+
+    @abstractmethod
+    def exp_adjoints(self, p: Array, v: Array, e: Array) -> tuple[Array, Array]:
+        """(d_p Exp_p(v)^dagger e, d_v Exp_p(v)^dagger e) in T_p, for e in T_{Exp_p(v)}.
+
+        d_p Exp_p(v) moves p with v parallel transported along the move; both differentials are
+        Jacobi fields along gamma(t) = Exp_p(t v) evaluated at t = 1 (J(0) = delta, J'(0) = 0 and
+        J(0) = 0, J'(0) = delta), and their adjoints carry e back along gamma (Fletcher 2011,
+        Section 4.1), which the geodesic-regression gradients need.
+        """
 
     # ----------------------------------------------------------------- projections
     @abstractmethod

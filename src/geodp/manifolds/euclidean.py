@@ -51,6 +51,11 @@ class Euclidean(Manifold):
     def transport(self, p: Array, q: Array, v: Array) -> Array:
         return np.broadcast_to(v, np.broadcast_shapes(np.shape(p), np.shape(q), np.shape(v))).copy()
 
+    def exp_adjoints(self, p: Array, v: Array, e: Array) -> tuple[Array, Array]:
+        """Exp_p(v) = p + v: both differentials are the identity."""
+        e = np.broadcast_to(e, np.broadcast_shapes(np.shape(p), np.shape(v), np.shape(e)))
+        return e.copy(), e.copy()
+
     def project(self, x: Array) -> Array:
         return np.asarray(x, dtype=float)
 

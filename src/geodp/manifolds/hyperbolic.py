@@ -8,7 +8,8 @@ import numpy as np
 
 from ._special import acosh1p, acosh_ratio, cosh_sinhc, log_sinhc
 from ._threads import threaded
-from .base import Array, Manifold, rowdot, space_form_mean_log, weighted_sum
+from .base import (Array, Manifold, rowdot, space_form_exp_adjoints, space_form_mean_log,
+                   weighted_sum)
 
 
 def minkowski(a: Array, b: Array) -> Array:
@@ -113,6 +114,11 @@ class Hyperbolic(Manifold):
         p = np.asarray(p, dtype=float)
         coef = minkowski(q, v) / (self.radius**2 - minkowski(p, q))
         return v + coef[..., None] * (p + q)
+
+    def exp_adjoints(self, p: Array, v: Array, e: Array) -> tuple[Array, Array]:
+        """cosh(t) (d_p) and sinh(t)/t (d_v) on the part of the transported e orthogonal to gamma,
+        t = |v|/R."""
+        return space_form_exp_adjoints(p, v, e, -1.0, self.radius, self.inner)
 
     def project(self, x: Array) -> Array:
         """Keep the space-like coordinates and solve for the time-like one."""

@@ -118,6 +118,26 @@ class KendallShape(Manifold):
         moved = xi - b * e + b * (-np.sin(th) * zp + np.cos(th) * e)
         return _to_real(moved * self._phase(zp, zq)[..., None])
 
+    def exp_adjoints(self, p: Array, v: Array, e: Array) -> tuple[Array, Array]:
+        """Transport e back along the horizontal geodesic (its unit velocity at the end,
+        e1 = -sin(t) p + cos(t) u, goes to u, t = |v|), then split along u = v/|v|: the real part
+        of <u, e> is parallel to gamma (factor 1), its imaginary part lies on the plane (u, iu) of
+        curvature 4 (cos 2t for d_p, sin(2t)/(2t) for d_v), the rest on planes of curvature 1
+        (cos t, sin(t)/t)."""
+        zp, zv, ze = _to_complex(p), _to_complex(v), _to_complex(e)
+        t = np.linalg.norm(zv, axis=-1)
+        u = zv / np.where(t > 0, t, 1.0)[..., None]
+        t = t[..., None]
+        e1 = -np.sin(t) * zp + np.cos(t) * u
+        b = _hdot(e1, ze)[..., None]
+        back = ze + b * (u - e1)
+        c = _hdot(u, back)[..., None]
+        rest = back - c * u
+        par, twist = c.real * u, 1j * c.imag * u
+        dp = par + np.cos(2.0 * t) * twist + np.cos(t) * rest
+        dv = par + sinc(2.0 * t) * twist + sinc(t) * rest
+        return _to_real(dp), _to_real(dv)
+
     def project(self, x: Array) -> Array:
         """Centre and scale to the pre-shape sphere."""
         x = np.asarray(x, dtype=float)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _matrix as mx
-from ._special import log_sinhc
+from ._special import cosh_sinhc, log_sinhc
 from ._threads import threaded
 from .base import Array, Manifold, weighted_sum
 
@@ -210,6 +210,19 @@ class AffineInvariantSPD(SPD):
         e = mx.matmul(mx.matmul(l, mx.funcm(self._whiten(linv, q), np.sqrt)), linv)
         return mx.congruence(e, v)
 
+    def exp_adjoints(self, p: Array, v: Array, e: Array) -> tuple[Array, Array]:
+        """In the frame whitened by P = L L^T, with L^-1 V L^-T = U diag(l) U^T: transport e back
+        (Z = U^T L^-1 e L^-T U, entry (i, j) times exp(-(l_i + l_j)/2)); the Jacobi operator has
+        eigenvalues -(l_i - l_j)^2/4 on E_ij, so d_p scales entry (i, j) by cosh(g_ij) and d_v by
+        sinh(g_ij)/g_ij, g_ij = |l_i - l_j|/2; then map back by L U . U^T L^T."""
+        l, linv = self._factor(p)
+        lam, vecs = mx.eigh(self._whiten(linv, v))
+        lu = mx.matmul(l, vecs)
+        z = mx.congruence(np.swapaxes(vecs, -1, -2), self._whiten(linv, e))
+        z = z * np.exp(-0.5 * (lam[..., :, None] + lam[..., None, :]))
+        cosh, sinhc = cosh_sinhc(0.5 * np.abs(lam[..., :, None] - lam[..., None, :]))
+        return mx.congruence(lu, cosh * z), mx.congruence(lu, sinhc * z)
+
     def egrad_to_rgrad(self, p: Array, g: Array) -> Array:
         """P sym(G) P."""
         p = np.asarray(p, dtype=float)
@@ -311,6 +324,10 @@ class LogEuclideanSPD(SPD):
     def transport(self, p: Array, q: Array, v: Array) -> Array:
         """D exp_{log Q}[D log_P[V]]: translation in log coordinates."""
         return self._dexp_at_log(q, self._log_coords(p, v))
+
+    def exp_adjoints(self, p: Array, v: Array, e: Array) -> tuple[Array, Array]:
+        """The metric is flat: both adjoints transport e back to P."""
+        return (self.transport(self.exp(p, v), p, e),) * 2
 
     def egrad_to_rgrad(self, p: Array, g: Array) -> Array:
         """(D log_P)^-2 applied to sym(G), as D log_P is self-adjoint for the Frobenius product."""

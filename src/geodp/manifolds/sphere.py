@@ -6,7 +6,8 @@ import numpy as np
 
 from ._special import acos_ratio, sinc
 from ._threads import threaded
-from .base import Array, Manifold, rowdot, space_form_mean_log, weighted_sum
+from .base import (Array, Manifold, rowdot, space_form_exp_adjoints, space_form_mean_log,
+                   weighted_sum)
 
 
 def _tan_half_angle(p: Array, q: Array, radius: float) -> tuple[Array, Array]:
@@ -117,6 +118,11 @@ class Sphere(Manifold):
         p = np.asarray(p, dtype=float)
         coef = rowdot(q, v) / (self.radius**2 + rowdot(p, q))
         return v - coef[..., None] * (p + q)
+
+    def exp_adjoints(self, p: Array, v: Array, e: Array) -> tuple[Array, Array]:
+        """Transport back along gamma itself (valid beyond the cut locus, where |v| > pi R), then
+        cos(t) (d_p) and sin(t)/t (d_v) on the part orthogonal to gamma, t = |v|/R."""
+        return space_form_exp_adjoints(p, v, e, 1.0, self.radius, self.inner)
 
     def project(self, x: Array) -> Array:
         x = np.asarray(x, dtype=float)

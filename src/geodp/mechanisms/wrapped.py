@@ -49,6 +49,23 @@ class _Wrapped:
     def _noise(self, shape: tuple[int, ...], rng: np.random.Generator) -> Array:
         raise NotImplementedError
 
+    def _noise_norm_bound(self) -> float:
+        """A norm the tangent noise exceeds with probability below 1e-14."""
+        raise NotImplementedError
+
+    def check_representable(self, tangent_radius: float) -> None:
+        """Refuse, before any draw, a scale whose draws around a tangent center of norm up to
+        ``tangent_radius`` would leave double precision (with probability above 1e-14)."""
+        m = self.manifold
+        reach = tangent_radius + self._noise_norm_bound()
+        with np.errstate(over="ignore", invalid="ignore"):
+            probe = m.exp(self.footpoint, m.from_coords(self.footpoint, reach * np.eye(m.dim)[0]))
+        if not np.all(np.isfinite(probe)):
+            raise ValueError(
+                f"noise at this scale reaches tangent norms near {reach:.3g}, beyond what double "
+                f"precision represents on {m!r}; the guarantee this scale buys is negligible: use a "
+                f"smaller scale (a larger privacy budget or sample, or a smaller public radius)")
+
     def _log_noise_density(self, u: Array) -> Array:
         raise NotImplementedError
 
@@ -94,6 +111,9 @@ class WrappedLaplace(_Wrapped):
         u /= np.linalg.norm(u, axis=-1, keepdims=True)
         return self.scale * rng.gamma(d, 1.0, size=shape + (1,)) * u
 
+    def _noise_norm_bound(self):
+        return self.scale * float(special.gammainccinv(self.manifold.dim, 1e-14))
+
     def _log_noise_density(self, u):
         """exp(-|u|/s) / (s^d Gamma(d) |S^(d-1)|), |S^(d-1)| = 2 pi^(d/2) / Gamma(d/2)."""
         d = self.manifold.dim
@@ -116,6 +136,10 @@ class WrappedGaussian(_Wrapped):
 
     def _noise(self, shape, rng):
         return self.sigma * rng.standard_normal(shape + (self.manifold.dim,))
+
+    def _noise_norm_bound(self):
+        """P(|Z| > sqrt(d) + t) <= exp(-t^2/2) for Z ~ N(0, I_d) (Gaussian concentration)."""
+        return self.sigma * (np.sqrt(self.manifold.dim) + 8.0)
 
     def _log_noise_density(self, u):
         d = self.manifold.dim

@@ -12,12 +12,14 @@ from ..mechanisms import NotNormalisableError, RiemannianLaplace, WrappedGaussia
 from ..mechanisms.wrapped import check_hadamard
 from ..privacy import (GDP, RDP, ApproxDP, BudgetLedger, Guarantee, PureDP, analytic_gaussian_sigma,
                        gdp_to_pure_equivalent, rdp_sigma)
-from ..statistics import frechet_mean, frechet_mean_sensitivity
+from ..mechanisms.kng import KNormGradient, sample_convex
+from ..statistics import curvature_factor, frechet_mean, frechet_mean_sensitivity
+from ..statistics.sensitivity import kng_mean_sensitivity
 from .data_ball import enforce_ball
 from .dp_rgd import dp_rsgd
 from .release import Release
 
-MECHANISMS = ("laplace", "wrapped-laplace", "wrapped-gaussian", "dp-rgd")
+MECHANISMS = ("laplace", "wrapped-laplace", "wrapped-gaussian", "dp-rgd", "kng")
 SUBSAMPLE_FRACTION = 0.05
 
 
@@ -32,7 +34,7 @@ def target_guarantee(mechanism: str, epsilon, delta, mu, rdp) -> Guarantee:
             raise ValueError(f"DP-RGD gives (epsilon, delta)-DP: pass epsilon and delta > 0 (got "
                              f"{sorted(given)})")
         return ApproxDP(epsilon, delta)
-    if mechanism in ("laplace", "wrapped-laplace"):
+    if mechanism in ("laplace", "wrapped-laplace", "kng"):
         if given != {"epsilon"}:
             raise ValueError(f"the {mechanism} mechanism gives epsilon-DP: pass epsilon only "
                              f"(got {sorted(given)})")
@@ -123,6 +125,29 @@ def _dp_rgd_mean(manifold, x, target, center, radius, steps, lr, ledger, rng, cl
     return rel
 
 
+def _kng_mean(manifold, x, fit, target, center, radius, ledger, rng, clipped) -> Release:
+    """The Fréchet mean by the K-norm gradient mechanism (see ``private_frechet_mean``)."""
+    n = len(x)
+    mech = KNormGradient(kng_mean_sensitivity(manifold, radius, n), target.epsilon)
+    lam = curvature_factor(radius, manifold.curvature_bounds[1])
+    weights = np.full(n, 1.0 / n)
+
+    def grad_norm(m):
+        return manifold.norm(m, manifold.mean_log_and_value(m, x, weights)[0])
+
+    reservation = None
+    if ledger is not None:
+        reservation = ledger.reserve(target, label=f"Fréchet mean (kng, {target.describe()})")
+    value, info = sample_convex(manifold, grad_norm, fit.mean, lam, center, radius, mech.scale, rng)
+    if reservation is not None:
+        reservation.done()
+    return Release(value=value, guarantee=target, sensitivity=mech.sensitivity, scale=mech.scale,
+                   mechanism="K-norm gradient Fréchet mean", exact_sampler=info.exact,
+                   diagnostics={"n": n, "clipped": clipped, "strong_convexity": lam,
+                                "frechet_iterations": fit.iterations, "sampler": info.as_dict()},
+                   equivalent=equivalents(target))
+
+
 def private_frechet_mean(points: Array, manifold: Manifold, epsilon: float | None = None,
                          center: Array | None = None, radius: float | None = None,
                          mechanism: str = "laplace", clip: bool = False,
@@ -151,6 +176,10 @@ def private_frechet_mean(points: Array, manifold: Manifold, epsilon: float | Non
       ``center``, full batch, ``steps`` steps of size ``lr``, each iterate moved back onto the
       data ball; per-record gradients -Log_w(x_i) clipped to 2 * radius (their largest norm for
       w in the data ball, so the clipping never acts). Gives (epsilon, delta)-DP with ``delta``.
+    - ``"kng"``: the K-norm gradient mechanism on the data ball, density proportional to
+      exp(-|grad F_D(m)| / sigma), F_D(m) = (1/2n) sum_i rho(m, x_i)^2, sigma = 2 Delta / epsilon with
+      Delta = ``kng_mean_sensitivity`` (Soto et al. 2022); sampled exactly through the strong
+      convexity h(r, k) of F on the ball (``sample_convex``). Gives epsilon-DP.
 
     Parameters
     ----------
@@ -229,6 +258,8 @@ def private_frechet_mean(points: Array, manifold: Manifold, epsilon: float | Non
     if not fit.converged:
         raise RuntimeError("the Fréchet mean did not converge; the sensitivity bound needs the "
                            "exact minimiser")
+    if mechanism == "kng":
+        return _kng_mean(manifold, x, fit, target, center, radius, ledger, rng, clipped)
     main, fp_mech = target, None
     if wrapped and fixed_footpoint is None:
         eps_fp, main = split_guarantee(target, footpoint_budget)

@@ -14,11 +14,12 @@ from ..privacy import Guarantee
 class Release:
     """A private output with the guarantee it carries and how it was produced.
 
-    ``exact_sampler`` is False when the noise came from MCMC: the draw is then only approximately
+    ``value`` is a point, or a dict of named parts (a regression's footpoint and shooting
+    vector). ``exact_sampler`` is False when the noise came from MCMC: the draw is then only approximately
     from the mechanism's law, and the stated guarantee holds only up to that approximation.
     """
 
-    value: np.ndarray
+    value: np.ndarray | dict[str, np.ndarray]
     guarantee: Guarantee
     sensitivity: float
     scale: float
@@ -28,13 +29,18 @@ class Release:
     equivalent: dict[str, str] = field(default_factory=dict)
 
     def __repr__(self) -> str:
-        shape = np.shape(self.value)
-        return (f"Release({self.mechanism}, {self.guarantee.describe()}, value shape {shape}, "
+        if isinstance(self.value, dict):
+            shape = ", ".join(f"{k} {np.shape(v)}" for k, v in self.value.items())
+        else:
+            shape = f"value shape {np.shape(self.value)}"
+        return (f"Release({self.mechanism}, {self.guarantee.describe()}, {shape}, "
                 f"sensitivity {self.sensitivity:.4g}, scale {self.scale:.4g}, "
                 f"exact_sampler={self.exact_sampler})")
 
     def as_dict(self) -> dict[str, Any]:
-        return {"value": np.asarray(self.value).tolist(), "guarantee": self.guarantee.describe(),
+        value = ({k: np.asarray(v).tolist() for k, v in self.value.items()}
+                 if isinstance(self.value, dict) else np.asarray(self.value).tolist())
+        return {"value": value, "guarantee": self.guarantee.describe(),
                 "guarantee_parameters": self.guarantee.as_dict(),
                 "sensitivity": self.sensitivity, "scale": self.scale, "mechanism": self.mechanism,
                 "exact_sampler": self.exact_sampler, "equivalent_guarantees": self.equivalent,

@@ -68,56 +68,72 @@ def effective_sample_size(trace: Array) -> float:
     return float(length * m / max(tau, 1e-12))
 
 
-def metropolis_hastings(manifold: Manifold, log_target: Callable[[Array], Array], init: Array,
-                        rng: np.random.Generator, burn_in: int = 2000, trace_length: int = 200,
-                        step: float = 0.5, summary: Callable[[Array], Array] | None = None,
-                        ) -> tuple[Array, MCMCDiagnostics]:
-    """Run independent chains started at ``init`` (shape (chains, *point_shape)).
+def run_chains(state: Array, log_target: Callable[[Array], Array],
+               propose: Callable[[Array, float, np.random.Generator], tuple[Array, Array]],
+               rng: np.random.Generator, burn_in: int, trace_length: int, step: float,
+               max_step: float, summary: Callable[[Array], Array] | None, target_rate: float = 0.3,
+               ) -> tuple[Array, MCMCDiagnostics]:
+    """Metropolis-Hastings on a stack of independent chains (``state`` has the chains first).
 
-    Returns the final state of every chain (one approximate draw per chain) and diagnostics
-    computed on ``summary`` (default: distance to the first starting point) over the last
-    ``trace_length`` iterations.
+    ``propose(state, step, rng)`` returns the proposals and the log Hastings correction
+    log q(y -> x) - log q(x -> y) of each (-inf rejects a proposal outright). The step size is
+    tuned towards ``target_rate`` during the first half of the burn-in and then frozen, so the
+    kept part is a valid MH chain; diagnostics are computed on ``summary`` (default: the log
+    target) over the last ``trace_length`` iterations.
     """
-    x = manifold.check_point(init).copy()
+    x = np.array(state, dtype=float)
     chains = x.shape[0]
-    nd = len(manifold.point_shape)
     lp = log_target(x)
     if not np.all(np.isfinite(lp)):
         raise ValueError("every chain must start where the target density is positive")
-    summary = summary or (lambda y: manifold.dist(init[0], y))
-    limit = 0.5 * manifold.injectivity_radius
-    total = burn_in + trace_length
     trace = np.empty((trace_length, chains))
     accepted = 0
     window_acc, window = 0, 0
-    for it in range(total):
-        c = rng.standard_normal((chains, manifold.dim)) * step
-        xi = manifold.from_coords(x, c)
-        y = manifold.exp(x, xi)
+    for it in range(burn_in + trace_length):
+        y, log_hastings = propose(x, step, rng)
         lq = log_target(y)
-        back = manifold.log(y, x)
-        with np.errstate(divide="ignore", invalid="ignore"):  # |xi| >= inj/2 is rejected below
-            log_hastings = np.log(manifold.volume_density(x, xi)) - np.log(
-                manifold.volume_density(y, back))
-        log_alpha = lq - lp + log_hastings
-        ok = (np.linalg.norm(c, axis=1) < limit) & (np.log(rng.random(chains)) < log_alpha)
-        mask = ok.reshape((chains,) + (1,) * nd)
-        x = np.where(mask, y, x)
+        with np.errstate(invalid="ignore"):
+            ok = np.log(rng.random(chains)) < lq - lp + log_hastings
+        x = np.where(ok.reshape((chains,) + (1,) * (x.ndim - 1)), y, x)
         lp = np.where(ok, lq, lp)
         if it < burn_in // 2:
             window_acc += ok.sum()
             window += chains
             if window >= 50 * chains:
-                rate = window_acc / window
-                step *= np.exp(rate - 0.3)
-                step = min(step, limit)
+                step = min(step * np.exp(window_acc / window - target_rate), max_step)
                 window_acc, window = 0, 0
         elif it >= burn_in:
             accepted += ok.sum()
-            trace[it - burn_in] = summary(x)
+            trace[it - burn_in] = lp if summary is None else summary(x)
     diag = MCMCDiagnostics(
         acceptance_rate=float(accepted / max(trace_length * chains, 1)), step_size=float(step),
         burn_in=burn_in, trace_length=trace_length, n_chains=chains,
         r_hat=split_r_hat(trace) if trace_length >= 4 and chains >= 2 else float("nan"),
         ess=effective_sample_size(trace) if trace_length >= 4 else float("nan"))
     return x, diag
+
+
+def metropolis_hastings(manifold: Manifold, log_target: Callable[[Array], Array], init: Array,
+                        rng: np.random.Generator, burn_in: int = 2000, trace_length: int = 200,
+                        step: float = 0.5, summary: Callable[[Array], Array] | None = None,
+                        ) -> tuple[Array, MCMCDiagnostics]:
+    """Random-walk chains on ``manifold`` started at ``init`` (shape (chains, *point_shape)).
+
+    Returns the final state of every chain (one approximate draw per chain) and diagnostics
+    computed on ``summary`` (default: distance to the first starting point) over the last
+    ``trace_length`` iterations.
+    """
+    x = manifold.check_point(init)
+    limit = 0.5 * manifold.injectivity_radius
+
+    def propose(x, step, rng):
+        c = rng.standard_normal((x.shape[0], manifold.dim)) * step
+        xi = manifold.from_coords(x, c)
+        y = manifold.exp(x, xi)
+        with np.errstate(divide="ignore", invalid="ignore"):  # |xi| >= inj/2 is rejected below
+            log_hastings = np.log(manifold.volume_density(x, xi)) - np.log(
+                manifold.volume_density(y, manifold.log(y, x)))
+        return y, np.where(np.linalg.norm(c, axis=1) < limit, log_hastings, -np.inf)
+
+    return run_chains(x, log_target, propose, rng, burn_in, trace_length, step, limit,
+                      summary or (lambda y: manifold.dist(init[0], y)))

@@ -1,10 +1,12 @@
-"""Global sensitivity of the sample Fréchet mean (Reimherr, Bharath & Soto 2021, Theorem 2)."""
+"""Global sensitivities: the Fréchet mean (Reimherr, Bharath & Soto 2021, Theorem 2), the
+K-norm gradient of the Fréchet function, and the geodesic-regression gradients (Kulkarni & Soto)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..manifolds import Manifold
+from ..privacy.conversions import check_count
 from .frechet import uniqueness_radius
 
 
@@ -33,9 +35,64 @@ def frechet_mean_sensitivity(manifold: Manifold, radius: float, n: int) -> float
     Bounds rho(mean(D), mean(D')) for data sets of size n in a ball of radius r that differ in
     one point. Flat and negatively curved spaces give 2r/n.
     """
-    if int(n) != n or n < 1:
-        raise ValueError(f"n must be a positive integer, got {n}")
+    n = check_count("n", n, 1)
     radius = float(radius)
     check_assumption_1(manifold, radius)
     h = curvature_factor(radius, manifold.curvature_bounds[1])
     return 2.0 * radius * (2.0 - h) / (n * h)
+
+
+def kng_mean_sensitivity(manifold: Manifold, radius: float, n: int) -> float:
+    """sup over m in B_r(c) of |grad F_D(m) - grad F_D'(m)|, F_D(m) = 1/(2n) sum_i rho(m, x_i)^2,
+    for neighbouring data in B_r(c): the K-norm gradient sensitivity of the Fréchet mean.
+
+    grad F_D(m) = -(1/n) sum_i Log_m(x_i), so the difference is |Log_m x - Log_m x'| / n. Along the
+    geodesic from x to x' (inside the convex ball, within 2r of m) the differential of Log_m is
+    the inverse of d Exp_m, whose norm is at most 1 when the curvature is <= 0 (Exp_m does not
+    shrink distances) and t / sin t, t = 2 r sqrt(k), under curvature <= k (Rauch comparison).
+    Hence Delta = (2r/n) max(1, t/sin t), and never more than the triangle bound 4r/n.
+    """
+    n = check_count("n", n, 1)
+    radius = float(radius)
+    check_assumption_1(manifold, radius)
+    k = manifold.curvature_bounds[1]
+    lip = 1.0
+    if k > 0:
+        t = 2.0 * radius * np.sqrt(k)
+        lip = min(2.0, t / np.sin(t))
+    return 2.0 * radius * lip / n
+
+
+def regression_sensitivity(manifold: Manifold, n: int, tau: float, x_bound: float,
+                           v_max: float) -> dict[str, float]:
+    """Gradient sensitivities of the geodesic-regression energy with residuals clipped to tau.
+
+    One record's term in the gradient is -(1/n) (d_pExp(x v)^dagger eps, x d_vExp(x v)^dagger eps)
+    with |eps| <= tau and |x| <= X = ``x_bound``; replacing the record changes the gradient by at
+    most twice the largest such term, for every (p, v) with |v| <= V = ``v_max``. In a parallel
+    frame along the geodesic (Rauch comparison, curvature >= -kappa) the adjoints scale the part
+    of eps parallel to v by 1 and the rest by at most cosh(sqrt(kappa) L) (d_p) and
+    sinh(sqrt(kappa) L)/(sqrt(kappa) L) (d_v), L = |x| V; on manifolds of curvature >= 0 both
+    factors are at most 1 (|cos|, |sin t / t| <= 1, at every length). With s = sqrt(kappa) X V:
+
+    - footpoint (Theorem 3.3 of Kulkarni & Soto): Delta_p = (2 tau / n) cosh(s);
+    - shooting vector (their Theorem D.1): Delta_v = (2 tau X / n) sinh(s)/s;
+    - joint, for the product norm on T_p x T_p: the largest |a|^2 + x^2 |b|^2 over one direction,
+      Delta = (2 tau / n) sqrt(cosh(s)^2 + X^2 (sinh(s)/s)^2), = (2 tau / n) sqrt(1 + X^2) when
+      kappa = 0 (both factors increase with |x| and kappa, and are simultaneously diagonal).
+
+    kappa = -k_min from ``manifold.curvature_bounds`` (1/2 on affine-invariant SPD, whose
+    whitened shooting vector has eigenvalue gaps |l_i - l_j| <= sqrt(2) |v|).
+    """
+    n = check_count("n", n, 1)
+    for name, value in (("tau", tau), ("x_bound", x_bound)):
+        if not (np.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be positive and finite, got {value}")
+    if not (np.isfinite(v_max) and v_max >= 0):
+        raise ValueError(f"v_max must be non-negative and finite, got {v_max}")
+    kappa = max(0.0, -manifold.curvature_bounds[0])
+    s = np.sqrt(kappa) * x_bound * v_max
+    cosh, sinhc = float(np.cosh(s)), float(np.sinh(s) / s) if s > 0 else 1.0
+    base = 2.0 * tau / n
+    return {"footpoint": base * cosh, "shooting_vector": base * x_bound * sinhc,
+            "joint": base * float(np.hypot(cosh, x_bound * sinhc))}

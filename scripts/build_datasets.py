@@ -1,7 +1,8 @@
 """Rebuild the real data sets shipped in src/geodp/datasets/data/ (run once by maintainers).
 
-Sources: the geomstats 2.8.0 wheel (unpacked, path given as argument; obtain it with
-``pip download --no-deps geomstats==2.8.0`` and unzip) and scikit-learn's bundled digits and iris.
+Sources: the geomstats 2.8.0 wheel (unpacked, path given as first argument; obtain it with
+``pip download --no-deps geomstats==2.8.0`` and unzip), scikit-learn's bundled digits and iris,
+and the ktch 0.11.1 wheel's ``ktch/datasets/data`` directory (second argument).
 Nothing here runs at install or run time.
 """
 
@@ -149,6 +150,35 @@ def iris() -> None:
     save("iris", d.data.astype(float), d.target)
 
 
+def trilobites(ktch_data: Path) -> None:
+    """Cephalon shapes (16 fixed landmarks) against log10 centroid size in mm: the TPS file's
+    landmark blocks, each followed by its curves, SCALE (mm per unit) and ID."""
+    lines = (ktch_data / "landmark_trilobite_cephala" / "data_landmark_trilobite_cephala.tps"
+             ).read_text().splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("LM=")] + [len(lines)]
+    shapes, sizes, ids = [], [], []
+    for a, b in zip(starts[:-1], starts[1:]):
+        block = lines[a:b]
+        k = int(block[0][3:])
+        fields = dict(line.split("=", 1) for line in block if line.startswith(("SCALE=", "ID=")))
+        if "SCALE" not in fields:  # no scale bar: the size is unknown, the specimen is left out
+            continue
+        lm = np.array([[float(v) for v in block[1 + j].split()] for j in range(k)])
+        if not np.all(np.isfinite(lm)):  # missing landmarks: left out
+            continue
+        centred = lm - lm.mean(axis=0)
+        size = np.sqrt(np.sum(centred**2))
+        shapes.append(centred / size)
+        sizes.append(np.log10(size * float(fields["SCALE"])))
+        ids.append(fields["ID"])
+    import csv
+    with open(ktch_data / "landmark_trilobite_cephala" / "meta_landmark_trilobite_cephala.csv") as f:
+        genus = {r["specimen_id"]: r["genus"] for r in csv.DictReader(f)}
+    save("trilobites", np.array(shapes), np.array([genus[s] for s in ids]),
+         covariates=np.array(sizes).tolist(), covariate="log10 centroid size (scale-bar units)",
+         covariate_range=[-4.0, 2.0])
+
+
 if __name__ == "__main__":
     OUT.mkdir(parents=True, exist_ok=True)
     geomstats_data = Path(sys.argv[1])
@@ -158,3 +188,5 @@ if __name__ == "__main__":
     emg(geomstats_data)
     digits()
     iris()
+    if len(sys.argv) > 2:
+        trilobites(Path(sys.argv[2]))

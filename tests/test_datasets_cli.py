@@ -80,3 +80,20 @@ def test_large_spd_data_sets_lie_in_their_public_balls(name, size):
     assert ds.manifold.point_shape == (size, size)
     center, radius = ds.public_ball()
     assert np.max(ds.manifold.dist(center, ds.points)) < radius
+
+
+def test_cli_release_regression_on_the_trilobites(capsys):
+    import json
+    import warnings
+
+    from geodp.cli import main
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code = main(["release", "regression", "trilobites", "--epsilon", "1", "--tau", "0.5",
+                     "--v-max", "0.5", "--seed", "0"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["guarantee"] == "1-DP" and set(out["value"]) == {"footpoint", "shooting_vector"}
+    assert out["diagnostics"]["x_range"] == [-4.0, 2.0]
+    assert main(["release", "regression", "cities", "--epsilon", "1", "--tau", "1", "--v-max", "1"]) == 2
+    assert "no covariate" in capsys.readouterr().err

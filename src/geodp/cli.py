@@ -206,6 +206,63 @@ def cmd_release_mean(args: argparse.Namespace) -> None:
           "ball": origin, **rel.as_dict()})
 
 
+def read_regression(source: str, manifold: Manifold | None) -> tuple[np.ndarray, np.ndarray, Manifold,
+                                                                      tuple[float, float] | None]:
+    """Covariates, responses, manifold and the data set's public covariate range (None for
+    files): a built-in data set with a covariate, an .npz file with arrays ``x`` (n,) and ``y``
+    (n, *point_shape), or a CSV whose first column is the covariate and the rest one point."""
+    if source in datasets.names():
+        ds = datasets.load(source)
+        if ds.covariates is None:
+            with_cov = [n for n in datasets.names() if datasets.load(n).covariates is not None]
+            raise SystemExit(f"error: data set {source!r} has no covariate; regression data sets: "
+                             f"{', '.join(with_cov)}")
+        points, manifold = read_points(source, manifold)
+        return ds.covariates, points, manifold, ds.covariate_range
+    path = Path(source)
+    if manifold is None:
+        raise SystemExit("error: --manifold is required when reading a regression file")
+    if path.suffix == ".npz":
+        try:
+            arrays = np.load(path, allow_pickle=False)
+            x, y = np.asarray(arrays["x"], dtype=float), np.asarray(arrays["y"], dtype=float)
+        except (OSError, ValueError, KeyError) as exc:
+            raise SystemExit(f"error: cannot read arrays 'x' and 'y' from {source!r}: {exc}") from None
+        if y.shape[1:] != manifold.point_shape or x.shape != y.shape[:1]:
+            shape = ", ".join(map(str, manifold.point_shape))
+            raise SystemExit(f"error: {source!r} holds x of shape {x.shape} and y of shape {y.shape}; "
+                             f"{manifold!r} needs x (n,) and y (n, {shape})")
+        return x, y, manifold, None
+    if path.suffix != ".csv":
+        raise SystemExit("error: regression data come from a built-in data set, an .npz file "
+                         "(arrays x and y) or a .csv file (covariate, then the point's values)")
+    size = int(np.prod(manifold.point_shape))
+    rows = np.atleast_2d(np.asarray(read_points(source, _csv_width(size + 1))[0]))
+    return rows[:, 0], rows[:, 1:].reshape((-1,) + manifold.point_shape), manifold, None
+
+
+def _csv_width(width: int) -> Manifold:
+    from .manifolds import Euclidean
+    return Euclidean(width)
+
+
+def cmd_release_regression(args: argparse.Namespace) -> None:
+    from .learn import private_geodesic_regression
+
+    x, y, manifold, shipped_range = read_regression(args.data, _manifold_arg(args.manifold))
+    x_range = tuple(args.x_range) if args.x_range is not None else shipped_range
+    if x_range is None:
+        raise SystemExit("--x-range LO HI is required: a public range of the covariate (not "
+                         "computed from the data)")
+    center = None if args.center is None else read_center(args.center, manifold)
+    ledger = open_ledger(args.ledger)
+    rel = private_geodesic_regression(x, y, manifold, args.epsilon, args.tau, x_range, args.v_max,
+                                      center=center, radius=args.radius, rng=args.seed,
+                                      release=args.release, clip=args.clip, ledger=ledger,
+                                      footpoint_budget=args.footpoint_budget)
+    emit({"manifold": repr(manifold), "data": args.data, "n": len(x), **rel.as_dict()})
+
+
 def cmd_release_pca(args: argparse.Namespace) -> None:
     from .learn import private_pca
 
@@ -386,6 +443,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ledger", help="budget ledger to charge (see 'geodp budget')")
     p.add_argument("--seed", type=int, help="seed for reproducible noise (default: OS entropy)")
     p.set_defaults(func=cmd_release_mean)
+
+    p = rsub.add_parser("regression", formatter_class=HELP,
+                        help="a differentially private geodesic regression (K-norm gradient)",
+                        description="Release the footpoint and shooting vector of a geodesic "
+                                    "regression with epsilon-DP (Kulkarni & Soto, in a sound form); "
+                                    "prints JSON.")
+    p.add_argument("data", help="a built-in data set with a covariate (trilobites), an .npz file "
+                                "(arrays x, y) or a .csv file (covariate, then the point)")
+    p.add_argument("--manifold", help=SPEC_HELP)
+    p.add_argument("--epsilon", type=float, required=True, help="epsilon of epsilon-DP")
+    p.add_argument("--tau", type=float, required=True, help="public bound the residuals are clipped to")
+    p.add_argument("--x-range", type=float, nargs=2, metavar=("LO", "HI"),
+                   help="public covariate range (default: the one shipped with a data set)")
+    p.add_argument("--v-max", type=float, required=True, help="public bound on |shooting vector|")
+    p.add_argument("--center", help="public center of the footpoint ball (non-compact manifolds)")
+    p.add_argument("--radius", type=float, help="public radius of the footpoint ball")
+    p.add_argument("--release", default="joint", choices=["joint", "sequential"],
+                   help="one joint KNG draw, or footpoint then shooting vector")
+    p.add_argument("--footpoint-budget", type=float, default=0.5,
+                   help="sequential: share of epsilon for the footpoint")
+    p.add_argument("--clip", action="store_true", help="clip covariates into --x-range")
+    p.add_argument("--ledger", help="budget ledger to charge (see 'geodp budget')")
+    p.add_argument("--seed", type=int, help="seed for reproducible noise (default: OS entropy)")
+    p.set_defaults(func=cmd_release_regression)
 
     p = rsub.add_parser("pca", formatter_class=HELP, help="a differentially private leading eigenvector",
                         description="Release the leading eigenvector of (1/n) sum_i z_i z_i^T by DP "

@@ -32,6 +32,18 @@ class Dataset:
     source: str
     meta: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def covariates(self) -> np.ndarray | None:
+        """A real covariate per record for regression (None when the data set has none)."""
+        c = self.meta.get("covariates")
+        return None if c is None else np.asarray(c, dtype=float)
+
+    @property
+    def covariate_range(self) -> tuple[float, float] | None:
+        """A public range of the covariate, set from its units, not from the data."""
+        r = self.meta.get("covariate_range")
+        return None if r is None else (float(r[0]), float(r[1]))
+
     def public_ball(self) -> tuple[np.ndarray, float]:
         """A data-independent ball (center, radius) containing every possible record.
 
@@ -85,6 +97,11 @@ _REGISTRY: dict[str, tuple[Callable[[dict], Manifold], str, str]] = {
                        "(SPD(8)); labels: hand sign",
                        "geomstats 2.8.0 wheel (MIT), datasets/data/emg (Myo armband recordings "
                        "of hand signs)"),
+    "trilobites": (lambda meta: KendallShape(16),
+                   "273 trilobite cephala as planar shapes of 16 landmarks, with log10 centroid "
+                   "size as covariate (geodesic regression: allometry); labels: genus",
+                   "Serra et al. 2023 (Zenodo record 17308187), as distributed in the ktch 0.11.1 "
+                   "wheel (Apache-2.0), ktch/datasets/data/landmark_trilobite_cephala"),
     "iris": (lambda meta: Euclidean(4), "Fisher's iris measurements (cm) in R^4",
              "UCI Iris (CC BY 4.0), bundled with scikit-learn (BSD-3-Clause)"),
 }
@@ -96,6 +113,8 @@ _NO_BALL = {
              "holds them all",
     "digits-gaussians": "a digit of one grey level has sigma = 0, at infinite Fisher-Rao distance",
     "iris": "the measurements have no stated range",
+    "trilobites": "any planar shape is possible (a regression on it needs no ball: Kendall's "
+                  "space is compact)",
     "digits-histograms": "the histograms fill the positive orthant of S^16, whose smallest "
                          "enclosing cap (radius arccos(1/sqrt 17) = 1.33) breaks Assumption 1",
 }

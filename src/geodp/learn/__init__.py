@@ -7,4 +7,5 @@ from .pca import private_pca
 from .regression import private_geodesic_regression
 from .release import Release
 
-__all__ = ["private_frechet_mean", "dp_rsgd", "private_pca", "private_geodesic_regression", "jax_per_sample_grad", "Release"]
+__all__ = ["private_frechet_mean", "dp_rsgd", "private_pca", "private_geodesic_regression",
+           "jax_per_sample_grad", "Release"]

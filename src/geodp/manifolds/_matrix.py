@@ -91,6 +91,10 @@ def _rotation(half: Array, off: Array, rad: Array) -> tuple[Array, Array]:
     [[m + half, off], [off, m - half]], rad = sqrt(half^2 + off^2): the normalised
     (half + rad, off) or (off, rad - half), whichever has no cancellation; (1, 0) when rad = 0."""
     ok = rad > 0
+    tiny = rad < 1e-290  # subnormal range: scale exactly by 2^600 first, so rad keeps its digits
+    if np.any(tiny):
+        half, off = np.where(tiny, half * 2.0**600, half), np.where(tiny, off * 2.0**600, off)
+        rad = np.where(tiny, np.hypot(half, off), rad)
     safe = np.where(ok, rad, 1.0)
     half, off = half / safe, off / safe  # scaled to rad = 1: no underflow in tiny matrices
     big = 1.0 + np.abs(half)

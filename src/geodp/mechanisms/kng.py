@@ -10,6 +10,7 @@ so sigma = 2 Delta / epsilon gives epsilon-DP (the normaliser depends on D, henc
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -25,6 +26,12 @@ from .mcmc import run_chains
 #: Smallest acceptance rate of the exact uniform-proposal sampler; below it MCMC takes over.
 MIN_UNIFORM_ACCEPTANCE = 1e-3
 PILOT = 4000
+#: Split R-hat above which the chains are reported as not mixed.
+R_HAT_LIMIT = 1.1
+
+
+class MixingWarning(UserWarning):
+    """MCMC chains whose diagnostics show they have not reached the target law."""
 
 
 class KNormGradient:
@@ -75,7 +82,7 @@ def sample_convex(manifold: Manifold, grad_norm: Callable[[Array], Array], minim
 
 class BundleDomain:
     """The public domain {(p, v): p in B_radius(center), |v|_p <= v_max} of the tangent bundle
-    (radius None: the whole of a compact manifold). States are stacked (k, 2, *point_shape):
+    (radius None: the whole of a sphere or Kendall's shape space). States are stacked (k, 2, *point_shape):
     footpoint, shooting vector. ``moves`` says which part varies: "both", "footpoint" (v = 0) or
     "shooting_vector" (p fixed at the center, which is then the released footpoint)."""
 
@@ -97,8 +104,10 @@ class BundleDomain:
         m = self.manifold
         if self.moves == "shooting_vector":
             p = np.broadcast_to(self.center, (k,) + m.point_shape)
+        elif self.radius is None:  # sphere, Kendall: a projected isotropic Gaussian is uniform
+            p = m.project(rng.standard_normal((k,) + m.point_shape))
         else:
-            p = m.random_ball(self.center, self.radius or m.injectivity_radius, k, rng)
+            p = m.random_ball(self.center, self.radius, k, rng)
         c = np.zeros((k, m.dim))
         if self.moves != "footpoint":
             c = rng.standard_normal((k, m.dim))
@@ -171,6 +180,11 @@ def sample_bundle(domain: BundleDomain, grad_norm: Callable[[Array, Array], Arra
     max_step = min(limit, 2.0 * max(domain.v_max, domain.radius or 0.0, 1e-300))
     state, diag = run_chains(init, log_target, propose, rng, burn_in, trace_length, step0,
                              max_step, None, target_rate=0.25)
+    if not diag.r_hat <= R_HAT_LIMIT:
+        warnings.warn(f"the K-norm gradient chains have not mixed (split R-hat {diag.r_hat:.3g} > "
+                      f"{R_HAT_LIMIT}, ESS {diag.ess:.3g}): the draw is not yet from the mechanism's "
+                      f"law, so the stated guarantee is not backed; raise burn_in",
+                      MixingWarning, stacklevel=3)
     return state[:size], SamplerInfo(
         "Metropolis-Hastings on the tangent bundle (approximate)", False, diag.acceptance_rate, diag,
         [f"exact uniform proposals would accept {rate:.2e} of draws"])

@@ -27,11 +27,13 @@ def check_representable(manifold: Manifold, center: Array, radius: float) -> Non
                          f"{manifold!r} (points at that distance overflow); choose a smaller radius")
 
 
-def into_ball(manifold: Manifold, points: Array, center: Array, radius: float) -> tuple[Array, Array]:
+def into_ball(manifold: Manifold, points: Array, center: Array, radius: float,
+              outside: Array | None = None) -> tuple[Array, Array]:
     """Each point outside B_radius(center) moved along its geodesic from the center onto the
-    boundary, Exp_c(radius Log_c(x)/|Log_c(x)|); and the mask of the points moved."""
-    d = manifold.dist(center, points)
-    outside = d > radius
+    boundary, Exp_c(radius Log_c(x)/|Log_c(x)|); and the mask of the points moved (``outside``:
+    that mask when the caller has it already)."""
+    if outside is None:
+        outside = manifold.dist(center, points) > radius
     if not outside.any():
         return points, outside
     v = manifold.log(center, points[outside])
@@ -62,7 +64,7 @@ def enforce_ball(manifold: Manifold, points: Array, center: Array, radius: float
             f"{radius:g} around the center (farthest at distance {float(d.max()):.6g}); the "
             f"sensitivity bound does not hold for them. Pass clip=True to move them onto the "
             f"boundary, or choose a larger public radius")
-    clipped, _ = into_ball(manifold, points, center, radius)
+    clipped, _ = into_ball(manifold, points, center, radius, outside)
     count = int(outside.sum())
     if count > CLIP_WARNING * len(points):
         warnings.warn(f"clipping moved {count} of {len(points)} records ({count / len(points):.0%}) "

@@ -35,7 +35,7 @@ from ..mechanisms.tangent_gaussian import TangentGaussian
 from ..privacy import BudgetLedger, SubsampledGaussian, gdp_mu, noise_multiplier_for
 from ..privacy.conversions import check_count, check_delta, check_positive
 from .data_ball import check_representable, into_ball
-from .release import Release
+from .release import Release, reserved
 
 OUTPUTS = ("last", "random", "average", "weighted-average")
 SAMPLINGS = ("poisson", "without_replacement")
@@ -198,48 +198,45 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
     sigma = z * sensitivity
     guarantee = SubsampledGaussian(z, rate, steps, sampling if rate < 1.0 else "poisson")
     schedule = lr if callable(lr) else (lambda t, lr=check_positive("lr", lr): lr)
-    reservation = None
-    if ledger is not None:
-        reservation = ledger.reserve(guarantee, label=f"{label} ({guarantee.describe()})")
-    rng = as_generator(rng)
-    noise = TangentGaussian(manifold, sigma)
-    pick = int(rng.integers(steps)) if output == "random" else -1
-    chosen, average = (w if pick == 0 else None), None
-    trace = [] if loss is not None else None
-    clipped_total, meter = 0, _Progress(steps, progress, label)
-    for t in range(steps):
-        if trace is not None:
-            trace.append(float(loss(w, data)))
-        if rate == 1.0:
-            batch = data
-        elif replace_one:
-            batch = data[rng.choice(n, size=int(batch_size), replace=False)]
-        else:
-            batch = data[rng.random(n) < rate]
-        total = np.zeros(manifold.point_shape)
-        if len(batch):
-            g = np.asarray(per_sample_grad(w, batch), dtype=float)
-            if g.shape != (len(batch),) + manifold.point_shape:
-                raise ValueError(f"per_sample_grad must return shape {(len(batch),) + manifold.point_shape}"
-                                 f" (one gradient per record), got {g.shape}")
-            if euclidean_grad:
-                g = manifold.egrad_to_rgrad(w, g)
-            total, clipped = clipped_sum(manifold, w, g, bound, lipschitz is not None)
-            clipped_total += clipped
-        zeta = (total + noise.sample(w, rng=rng)) / expected
-        w = manifold.exp(w, -schedule(t) * zeta)
-        if domain is not None:
-            w = into_ball(manifold, w, *domain)[0]
-        if t + 1 == pick:
-            chosen = w
-        if output in ("average", "weighted-average"):
-            weight = (1.0 if output == "average" else 2.0) / (t + 1)
-            average = w if average is None else manifold.exp(
-                average, min(weight, 1.0) * manifold.log(average, w))
-        meter.update(t + 1)
+    with reserved(ledger, guarantee, f"{label} ({guarantee.describe()})"):
+        rng = as_generator(rng)
+        noise = TangentGaussian(manifold, sigma)
+        pick = int(rng.integers(steps)) if output == "random" else -1
+        chosen, average = (w if pick == 0 else None), None
+        trace = [] if loss is not None else None
+        clipped_total, meter = 0, _Progress(steps, progress, label)
+        for t in range(steps):
+            if trace is not None:
+                trace.append(float(loss(w, data)))
+            if rate == 1.0:
+                batch = data
+            elif replace_one:
+                batch = data[rng.choice(n, size=int(batch_size), replace=False)]
+            else:
+                batch = data[rng.random(n) < rate]
+            total = np.zeros(manifold.point_shape)
+            if len(batch):
+                g = np.asarray(per_sample_grad(w, batch), dtype=float)
+                expected_shape = (len(batch),) + manifold.point_shape
+                if g.shape != expected_shape:
+                    raise ValueError(f"per_sample_grad must return shape {expected_shape} (one "
+                                     f"gradient per record), got {g.shape}")
+                if euclidean_grad:
+                    g = manifold.egrad_to_rgrad(w, g)
+                total, clipped = clipped_sum(manifold, w, g, bound, lipschitz is not None)
+                clipped_total += clipped
+            zeta = (total + noise.sample(w, rng=rng)) / expected
+            w = manifold.exp(w, -schedule(t) * zeta)
+            if domain is not None:
+                w = into_ball(manifold, w, *domain)[0]
+            if t + 1 == pick:
+                chosen = w
+            if output in ("average", "weighted-average"):
+                weight = (1.0 if output == "average" else 2.0) / (t + 1)
+                average = w if average is None else manifold.exp(
+                    average, min(weight, 1.0) * manifold.log(average, w))
+            meter.update(t + 1)
     value = {"last": w, "random": chosen, "average": average, "weighted-average": average}[output]
-    if reservation is not None:
-        reservation.done()
     diagnostics = {
         "n": n, "steps": steps, "sample_rate": rate, "sampling": sampling if rate < 1.0 else "full batch",
         "neighbouring": "replace one record" if replace_one else "add or remove one record",

@@ -17,7 +17,7 @@ from ..statistics import curvature_factor, frechet_mean, frechet_mean_sensitivit
 from ..statistics.sensitivity import kng_mean_sensitivity
 from .data_ball import enforce_ball
 from .dp_rgd import dp_rsgd
-from .release import Release
+from .release import Release, reserved
 
 MECHANISMS = ("laplace", "wrapped-laplace", "wrapped-gaussian", "dp-rgd", "kng")
 SUBSAMPLE_FRACTION = 0.05
@@ -135,12 +135,8 @@ def _kng_mean(manifold, x, fit, target, center, radius, ledger, rng, clipped) ->
     def grad_norm(m):
         return manifold.norm(m, manifold.mean_log_and_value(m, x, weights)[0])
 
-    reservation = None
-    if ledger is not None:
-        reservation = ledger.reserve(target, label=f"Fréchet mean (kng, {target.describe()})")
-    value, info = sample_convex(manifold, grad_norm, fit.mean, lam, center, radius, mech.scale, rng)
-    if reservation is not None:
-        reservation.done()
+    with reserved(ledger, target, f"Fréchet mean (kng, {target.describe()})"):
+        value, info = sample_convex(manifold, grad_norm, fit.mean, lam, center, radius, mech.scale, rng)
     return Release(value=value, guarantee=target, sensitivity=mech.sensitivity, scale=mech.scale,
                    mechanism="K-norm gradient Fréchet mean", exact_sampler=info.exact,
                    diagnostics={"n": n, "clipped": clipped, "strong_convexity": lam,
@@ -287,25 +283,21 @@ def private_frechet_mean(points: Array, manifold: Manifold, epsilon: float | Non
         if fixed_footpoint is not None:
             cls(manifold, scale, fixed_footpoint).check_representable(
                 float(manifold.dist(fixed_footpoint, center)) + radius)
-    reservation = None
-    if ledger is not None:
-        reservation = ledger.reserve(target, label=f"Fréchet mean ({mechanism}, {target.describe()})")
     diagnostics = {"n": n, "clipped": clipped, "frechet_iterations": fit.iterations}
     exact = True
-    if fp_mech is not None:
-        fixed_footpoint, fp_info = _private_footpoint(fp_mech, fp_size, x, center, rng)
-        diagnostics["private_footpoint"] = {"epsilon": eps_fp, **fp_info}
-        exact = fp_info["sampler"]["exact"]
-    if wrapped:
-        value = cls(manifold, scale, fixed_footpoint).sample(fit.mean, rng=rng)
-        diagnostics.update(footpoint=np.asarray(fixed_footpoint).tolist(),
-                           tangent_sensitivity=tangent, main_guarantee=main.describe())
-    else:
-        value = mech.sample(fit.mean, rng=rng)
-        exact = mech.last_info.exact
-        diagnostics.update(restricted_to_ball=restrict, sampler=mech.last_info.as_dict())
-    if reservation is not None:
-        reservation.done()
+    with reserved(ledger, target, f"Fréchet mean ({mechanism}, {target.describe()})"):
+        if fp_mech is not None:
+            fixed_footpoint, fp_info = _private_footpoint(fp_mech, fp_size, x, center, rng)
+            diagnostics["private_footpoint"] = {"epsilon": eps_fp, **fp_info}
+            exact = fp_info["sampler"]["exact"]
+        if wrapped:
+            value = cls(manifold, scale, fixed_footpoint).sample(fit.mean, rng=rng)
+            diagnostics.update(footpoint=np.asarray(fixed_footpoint).tolist(),
+                               tangent_sensitivity=tangent, main_guarantee=main.describe())
+        else:
+            value = mech.sample(fit.mean, rng=rng)
+            exact = mech.last_info.exact
+            diagnostics.update(restricted_to_ball=restrict, sampler=mech.last_info.as_dict())
     return Release(value=value, guarantee=target, sensitivity=sensitivity, scale=scale,
                    mechanism=name, exact_sampler=exact, diagnostics=diagnostics,
                    equivalent=equivalents(target))

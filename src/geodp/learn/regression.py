@@ -12,10 +12,11 @@ from ..mechanisms.kng import BundleDomain, KNormGradient, sample_bundle
 from ..privacy import BudgetLedger, PureDP
 from ..privacy.conversions import check_positive
 from ..statistics import ConvergenceWarning, geodesic_regression
-from ..statistics.regression import bundle_norm, check_covariates, regression_gradient
+from ..statistics.regression import (bundle_norm, check_covariates, covariate_preconditioner,
+                                     regression_gradient)
 from ..statistics.sensitivity import regression_sensitivity
 from .data_ball import check_representable, into_ball
-from .release import Release
+from .release import Release, reserved
 
 RELEASES = ("joint", "sequential")
 
@@ -28,6 +29,12 @@ def _check_range(x_range) -> tuple[float, float]:
     if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
         raise ValueError(f"x_range must be finite with lo < hi, got ({lo}, {hi})")
     return lo, hi
+
+
+def _shortened(manifold: Manifold, p: Array, v: Array, v_max: float) -> Array:
+    """v scaled down, if need be, to norm 0.99 v_max: a chain start strictly inside the domain."""
+    size = float(manifold.norm(p, v))
+    return v * (0.99 * v_max / size) if size > 0.99 * v_max else v
 
 
 def _domain_ball(manifold: Manifold, center, radius) -> tuple[Array, float | None]:
@@ -133,69 +140,62 @@ def private_geodesic_regression(x: Array, y: Array, manifold: Manifold, epsilon:
     center, radius = _domain_ball(manifold, center, radius)
     if release == "sequential" and not 0 < footpoint_budget < 1:
         raise ValueError(f"footpoint_budget must lie in (0, 1), got {footpoint_budget}")
-    sens = regression_sensitivity(manifold, n, tau, max(abs(lo), abs(hi)), v_max)
+    x_bound = max(abs(lo), abs(hi))
+    sens = regression_sensitivity(manifold, n, tau, x_bound, v_max)
     target = PureDP(epsilon)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         fit = geodesic_regression(manifold, x, y, tau=tau, max_iter=200)
     start_p = into_ball(manifold, fit.footpoint, center, radius)[0] if radius else fit.footpoint
-    start_v = manifold.to_tangent(start_p, manifold.transport(fit.footpoint, start_p, fit.shooting_vector))
-    size = float(manifold.norm(start_p, start_v))
-    start_v = start_v * min(1.0, 0.99 * v_max / size) if size > 0 else start_v
-    m2 = np.array([[1.0, x.mean()], [x.mean(), np.mean(x * x)]])
-    precondition = np.linalg.inv(m2)
-    reservation = None
-    if ledger is not None:
-        reservation = ledger.reserve(target, label=f"geodesic regression (KNG {release}, "
-                                                   f"{target.describe()})")
-    rng = as_generator(rng)
-    run = dict(rng=rng, precondition=precondition, chains=chains, burn_in=burn_in)
+    start_v = _shortened(manifold, start_p, manifold.to_tangent(
+        start_p, manifold.transport(fit.footpoint, start_p, fit.shooting_vector)), v_max)
     diagnostics = {"n": n, "covariates_clipped": int(outside.sum()), "tau": tau,
                    "x_range": [lo, hi], "v_max": v_max, "release": release,
                    "footpoint_ball": None if radius is None else {
                        "center": np.asarray(center).tolist(), "radius": radius},
                    "sensitivities": sens}
-    if release == "joint":
-        mech = KNormGradient(sens["joint"], epsilon)
+    with reserved(ledger, target, f"geodesic regression (KNG {release}, {target.describe()})"):
+        run = dict(rng=as_generator(rng), precondition=covariate_preconditioner(x), chains=chains,
+                   burn_in=burn_in)
+        if release == "joint":
+            mech = KNormGradient(sens["joint"], epsilon)
 
-        def joint_norm(p, v):
-            gp, gv, _ = regression_gradient(manifold, p, v, x, y, tau)
-            return bundle_norm(manifold, p, gp, gv)
+            def joint_norm(p, v):
+                gp, gv, _ = regression_gradient(manifold, p, v, x, y, tau)
+                return bundle_norm(manifold, p, gp, gv)
 
-        state, info = sample_bundle(BundleDomain(manifold, center, radius, v_max), joint_norm,
-                                    np.stack([start_p, start_v]), mech.scale, **run)
-        p, v = state[0]
-        scale, sensitivity, exact = mech.scale, mech.sensitivity, info.exact
-        diagnostics["sampler"] = info.as_dict()
-    else:
-        eps_p = footpoint_budget * epsilon
-        mech_p = KNormGradient(regression_sensitivity(manifold, n, tau, max(abs(lo), abs(hi)),
-                                                      0.0)["footpoint"], eps_p)
-        mech_v = KNormGradient(sens["shooting_vector"], epsilon - eps_p)
+            state, info = sample_bundle(BundleDomain(manifold, center, radius, v_max), joint_norm,
+                                        np.stack([start_p, start_v]), mech.scale, **run)
+            p, v = state[0]
+            scale, sensitivity, exact = mech.scale, mech.sensitivity, info.exact
+            diagnostics["sampler"] = info.as_dict()
+        else:
+            eps_p = footpoint_budget * epsilon
+            mech_p = KNormGradient(regression_sensitivity(manifold, len(x), tau, x_bound, 0.0)["footpoint"],
+                                   eps_p)
+            mech_v = KNormGradient(sens["shooting_vector"], epsilon - eps_p)
 
-        def footpoint_norm(p, v):
-            return manifold.norm(p, regression_gradient(manifold, p, v, x, y, tau)[0])
+            def footpoint_norm(p, v):
+                return manifold.norm(p, regression_gradient(manifold, p, v, x, y, tau)[0])
 
-        zero = 0.0 * start_p
-        state, info_p = sample_bundle(BundleDomain(manifold, center, radius, v_max, "footpoint"),
-                                      footpoint_norm, np.stack([start_p, zero]), mech_p.scale, **run)
-        p = state[0, 0]
+            zero = 0.0 * start_p
+            state, info_p = sample_bundle(BundleDomain(manifold, center, radius, v_max, "footpoint"),
+                                          footpoint_norm, np.stack([start_p, zero]), mech_p.scale, **run)
+            p = state[0, 0]
 
-        def vector_norm(q, v):
-            return manifold.norm(q, regression_gradient(manifold, q, v, x, y, tau)[1])
+            def vector_norm(q, v):
+                return manifold.norm(q, regression_gradient(manifold, q, v, x, y, tau)[1])
 
-        v0 = manifold.to_tangent(p, manifold.transport(start_p, p, start_v))
-        v0 = v0 * min(1.0, 0.99 * v_max / max(float(manifold.norm(p, v0)), 1e-300))
-        state, info_v = sample_bundle(BundleDomain(manifold, p, None, v_max, "shooting_vector"),
-                                      vector_norm, np.stack([p, v0]), mech_v.scale, **run)
-        v = state[0, 1]
-        scale, sensitivity = mech_v.scale, mech_v.sensitivity
-        exact = info_p.exact and info_v.exact
-        diagnostics.update(epsilon_footpoint=eps_p, epsilon_shooting_vector=epsilon - eps_p,
-                           scale_footpoint=mech_p.scale, sensitivity_footpoint=mech_p.sensitivity,
-                           sampler_footpoint=info_p.as_dict(), sampler_shooting_vector=info_v.as_dict())
-    if reservation is not None:
-        reservation.done()
+            v0 = _shortened(manifold, p, manifold.to_tangent(p, manifold.transport(start_p, p, start_v)),
+                            v_max)
+            state, info_v = sample_bundle(BundleDomain(manifold, p, None, v_max, "shooting_vector"),
+                                          vector_norm, np.stack([p, v0]), mech_v.scale, **run)
+            v = state[0, 1]
+            scale, sensitivity = mech_v.scale, mech_v.sensitivity
+            exact = info_p.exact and info_v.exact
+            diagnostics.update(epsilon_footpoint=eps_p, epsilon_shooting_vector=epsilon - eps_p,
+                               scale_footpoint=mech_p.scale, sensitivity_footpoint=mech_p.sensitivity,
+                               sampler_footpoint=info_p.as_dict(), sampler_shooting_vector=info_v.as_dict())
     return Release(value={"footpoint": p, "shooting_vector": v}, guarantee=target,
                    sensitivity=sensitivity, scale=scale,
                    mechanism=f"K-norm gradient geodesic regression ({release})",

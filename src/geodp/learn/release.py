@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..privacy import Guarantee
+from ..privacy import BudgetLedger, Guarantee
 
 
 @dataclass(frozen=True)
@@ -45,3 +46,10 @@ class Release:
                 "sensitivity": self.sensitivity, "scale": self.scale, "mechanism": self.mechanism,
                 "exact_sampler": self.exact_sampler, "equivalent_guarantees": self.equivalent,
                 "diagnostics": self.diagnostics}
+
+
+def reserved(ledger: BudgetLedger | None, guarantee: Guarantee, label: str) -> AbstractContextManager:
+    """The ledger's reservation of ``guarantee`` as a context manager, taken before any randomness
+    is drawn: marked done when the block completes, kept when it raises (noise may have been drawn,
+    so the failure itself is an output). Without a ledger, a no-op."""
+    return nullcontext() if ledger is None else ledger.reserve(guarantee, label=label)

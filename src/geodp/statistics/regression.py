@@ -73,7 +73,7 @@ def bundle_norm(manifold: Manifold, p: Array, a: Array, b: Array) -> Array:
     return np.sqrt(np.maximum(manifold.inner(p, a, a) + manifold.inner(p, b, b), 0.0))
 
 
-def _precondition(x: Array) -> Array:
+def covariate_preconditioner(x: Array) -> Array:
     """M^-1 for M = [[1, mean x], [mean x, mean x^2]], the Hessian's covariate structure in the
     flat case: -M^-1 (grad_p, grad_v) is a Gauss-Newton direction that stays a descent direction."""
     m = np.array([[1.0, x.mean()], [x.mean(), np.mean(x * x)]])
@@ -129,7 +129,7 @@ def geodesic_regression(manifold: Manifold, x: Array, y: Array, init: tuple[Arra
     else:
         p = manifold.check_point(init[0])
         v = manifold.check_tangent(p, init[1])
-    minv = _precondition(x)
+    minv = covariate_preconditioner(x)
     gp, gv, energy = regression_gradient(manifold, p, v, x, y, tau)
     energy = float(energy)
     step, it, converged = 1.0, 0, False

@@ -86,7 +86,11 @@ def space_form_exp_adjoints(p: Array, v: Array, e: Array, sign: float, radius: f
     b = inner(p, e1, e)
     perp = e - b[..., None] * e1
     par = b[..., None] * u
-    return par + cs[..., None] * perp, par + snc[..., None] * perp
+
+    def tangent(r: Array) -> Array:  # rounding at a far Exp_p(v), amplified by cs, leaves T_p
+        return r - (sign * inner(p, p, r) / radius**2)[..., None] * p
+
+    return tangent(par + cs[..., None] * perp), tangent(par + snc[..., None] * perp)
 
 
 class Manifold(ABC):

@@ -54,7 +54,7 @@ def test_private_mean_refuses_or_releases_and_never_charges_without_releasing(
     path = Path(tempfile.mkdtemp()) / "l.db"
     ledger = BudgetLedger(path, 1e9, 0.5)
     try:
-        rel = geodp.private_frechet_mean(x, m, epsilon, np.array([1.0, 0, 0]), radius,
+        rel = geodp.private_frechet_mean(m, x, epsilon, np.array([1.0, 0, 0]), radius,
                                          mechanism=mechanism, delta=delta, ledger=ledger, rng=0)
     except ALLOWED:
         assert BudgetLedger(path).history() == [], "charged without a release"

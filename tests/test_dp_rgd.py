@@ -96,7 +96,7 @@ def test_without_noise_the_iteration_reaches_the_optimum():
     m = SPD(2)
     x = m.random_ball(np.eye(2), 0.8, 300, rng)
     mean = frechet_mean(m, x).mean
-    rel = geodp.private_frechet_mean(x, m, epsilon=1e7, delta=1e-5, center=np.eye(2), radius=1.0,
+    rel = geodp.private_frechet_mean(m, x, epsilon=1e7, delta=1e-5, center=np.eye(2), radius=1.0,
                                      mechanism="dp-rgd", steps=30, lr=1.0, rng=0)
     assert m.dist(rel.value, mean) < 1e-4  # the noise left at epsilon = 1e7: about 1e-5
 
@@ -144,8 +144,8 @@ def test_invalid_parameters_are_refused(bad, match):
 def test_dp_rgd_mean_needs_delta_and_reports_its_accounting():
     m, x = Hyperbolic(2), Hyperbolic(2).random_ball(np.array([1.0, 0, 0]), 0.5, 200, 0)
     with pytest.raises(ValueError, match="delta"):
-        geodp.private_frechet_mean(x, m, 1.0, np.array([1.0, 0, 0]), 0.5, mechanism="dp-rgd")
-    rel = geodp.private_frechet_mean(x, m, 1.0, np.array([1.0, 0, 0]), 0.5, mechanism="dp-rgd",
+        geodp.private_frechet_mean(m, x, 1.0, np.array([1.0, 0, 0]), 0.5, mechanism="dp-rgd")
+    rel = geodp.private_frechet_mean(m, x, 1.0, np.array([1.0, 0, 0]), 0.5, mechanism="dp-rgd",
                                      delta=1e-6, rng=1)
     assert rel.diagnostics["accountant"] == "exact Gaussian (GDP)"
     assert rel.guarantee.to_approx(1e-6).epsilon <= 1.0

@@ -114,9 +114,26 @@ def test_python_api_refuses_strings_and_prints_short_reprs():
     ds = load("digits-covariance")
     center, radius = ds.public_ball()
     with pytest.raises(TypeError, match="epsilon must be a number"):
-        geodp.private_frechet_mean(ds.points, ds.manifold, "1", center, radius)
-    rel = geodp.private_frechet_mean(ds.points, ds.manifold, 1.0, center, radius, rng=0)
+        geodp.private_frechet_mean(ds.manifold, ds.points, "1", center, radius)
+    rel = geodp.private_frechet_mean(ds.manifold, ds.points, 1.0, center, radius, rng=0)
     assert len(repr(rel)) < 200 and len(repr(ds)) < 200
+
+
+def test_one_argument_order_the_old_one_deprecated():
+    import geodp
+    from geodp.datasets import load
+    from geodp.statistics import frechet_mean
+
+    ds = load("digits-covariance")
+    center, radius = ds.public_ball()
+    new = geodp.private_frechet_mean(ds.manifold, ds.points, 1.0, center, radius, rng=0)
+    with pytest.warns(DeprecationWarning, match="pass the manifold first"):
+        old = geodp.private_frechet_mean(ds.points, ds.manifold, 1.0, center, radius, rng=0)
+    np.testing.assert_array_equal(new.value, old.value)
+    with pytest.raises(TypeError, match=r"takes a Manifold first.*got ndarray, ndarray"):
+        geodp.private_frechet_mean(ds.points, ds.points, 1.0, center, radius)
+    with pytest.raises(TypeError, match="takes a Manifold first"):
+        frechet_mean(ds.points, ds.points)
 
 
 def test_every_data_set_has_a_public_ball_or_says_why():
@@ -138,10 +155,10 @@ def test_heavy_clipping_warns_and_restrict_needs_the_laplace():
 
     x = np.random.default_rng(0).normal(size=(50, 2)) * 3
     with pytest.warns(ClippingWarning, match="onto the boundary"):
-        rel = geodp.private_frechet_mean(x, Euclidean(2), 1.0, np.zeros(2), 0.5, clip=True, rng=0)
+        rel = geodp.private_frechet_mean(Euclidean(2), x, 1.0, np.zeros(2), 0.5, clip=True, rng=0)
     assert rel.diagnostics["clipped"]["fraction"] > 0.05
     with pytest.raises(ValueError, match="restrict applies to the Riemannian Laplace"):
-        geodp.private_frechet_mean(x, Euclidean(2), 1.0, np.zeros(2), 10.0,
+        geodp.private_frechet_mean(Euclidean(2), x, 1.0, np.zeros(2), 10.0,
                                    mechanism="wrapped-laplace", restrict=True)
 
 

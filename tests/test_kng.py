@@ -29,7 +29,7 @@ def test_kng_mean_on_the_circle_is_the_truncated_laplace():
     x = circle(rng.uniform(-r, r, n))
     mean_angle = np.arctan2(*geodp.statistics.frechet_mean(Sphere(1), x).mean[::-1])
     sigma = 2 * kng_mean_sensitivity(Sphere(1), r, n) / eps
-    draws = np.array([geodp.private_frechet_mean(x, Sphere(1), eps, np.array([1.0, 0.0]), r,
+    draws = np.array([geodp.private_frechet_mean(Sphere(1), x, eps, np.array([1.0, 0.0]), r,
                                                  mechanism="kng", rng=seed).value
                       for seed in range(1500)])
     angles = np.arctan2(draws[:, 1], draws[:, 0])
@@ -51,7 +51,7 @@ def test_kng_mean_is_exact_and_inside_the_ball(m):
     if isinstance(m, Hyperbolic):
         center = np.array([1.0, 0.0, 0.0])
     x = m.random_ball(center, 0.3, 100, rng)
-    rel = geodp.private_frechet_mean(x, m, 1.0, center, 0.3, mechanism="kng", rng=2)
+    rel = geodp.private_frechet_mean(m, x, 1.0, center, 0.3, mechanism="kng", rng=2)
     assert rel.exact_sampler and m.dist(center, rel.value) <= 0.3
     assert rel.guarantee.describe() == "1-DP"
     assert rel.scale == pytest.approx(2 * kng_mean_sensitivity(m, 0.3, 100))
@@ -171,7 +171,7 @@ def _sphere_data(n=300, seed=0):
 def test_private_regression_release_and_ledger(tmp_path, release):
     m, x, y = _sphere_data()
     ledger = BudgetLedger(tmp_path / "l.db", 5.0)
-    rel = geodp.private_geodesic_regression(x, y, m, 1.0, tau=0.3, x_range=(0, 1), v_max=1.5,
+    rel = geodp.private_geodesic_regression(m, x, y, 1.0, tau=0.3, x_range=(0, 1), v_max=1.5,
                                             rng=0, release=release, ledger=ledger, burn_in=400)
     p, v = rel.value["footpoint"], rel.value["shooting_vector"]
     m.check_point(p)
@@ -195,16 +195,19 @@ def test_private_regression_refuses_bad_inputs_without_charging(tmp_path):
     ledger = BudgetLedger(tmp_path / "l.db", 5.0)
     call = dict(epsilon=1.0, tau=0.3, x_range=(0, 1), v_max=1.0, ledger=ledger)
     with pytest.raises(ValueError, match="outside x_range"):
-        geodp.private_geodesic_regression(x + 0.5, y, m, **call)
+        geodp.private_geodesic_regression(m, x + 0.5, y, **call)
     with pytest.raises(ValueError, match="tau"):
-        geodp.private_geodesic_regression(x, y, m, **{**call, "tau": 0.0})
+        geodp.private_geodesic_regression(m, x, y, **{**call, "tau": 0.0})
     with pytest.raises(ValueError, match="not compact"):
-        geodp.private_geodesic_regression(x, Hyperbolic(2).project(y), Hyperbolic(2), **call)
+        geodp.private_geodesic_regression(Hyperbolic(2), x, Hyperbolic(2).project(y), **call)
     with pytest.raises(ValueError, match="not on"):
-        geodp.private_geodesic_regression(x, 2 * y, m, **call)
-    with pytest.raises(TypeError):
-        geodp.private_geodesic_regression(m, x, y, **call)
+        geodp.private_geodesic_regression(m, x, 2 * y, **call)
+    with pytest.raises(TypeError, match="takes a Manifold first"):
+        geodp.private_geodesic_regression(y, m, x, **call)
+    with pytest.warns(DeprecationWarning, match="pass the manifold first"), \
+            pytest.raises(ValueError, match="outside x_range"):
+        geodp.private_geodesic_regression(x + 0.5, y, m, **call)
     assert ledger.history() == []
-    rel = geodp.private_geodesic_regression(x + 0.5, y, m, **{**call, "clip": True}, rng=1,
+    rel = geodp.private_geodesic_regression(m, x + 0.5, y, **{**call, "clip": True}, rng=1,
                                             burn_in=200)
     assert rel.diagnostics["covariates_clipped"] == int(np.sum(x + 0.5 > 1))

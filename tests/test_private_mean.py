@@ -47,16 +47,16 @@ def test_private_mean_release_fields_and_ledger(tmp_path):
     m = SPD(3)
     x = m.random_ball(np.eye(3), 1.0, 40, np.random.default_rng(1))
     ledger = BudgetLedger(tmp_path / "l.db", total_epsilon=1.5)
-    rel = geodp.private_frechet_mean(x, m, 1.0, np.eye(3), 1.2, ledger=ledger, rng=3)
+    rel = geodp.private_frechet_mean(m, x, 1.0, np.eye(3), 1.2, ledger=ledger, rng=3)
     m.check_point(rel.value)
     assert rel.guarantee == PureDP(1.0)
     assert rel.sensitivity == pytest.approx(2 * 1.2 / 40) and rel.scale == rel.sensitivity
     assert rel.exact_sampler and rel.diagnostics["sampler"]["exact"]
     assert ledger.spent() == (1.0, 0.0) and ledger.history()[0]["status"] == "done"
     with pytest.raises(BudgetExceededError):
-        geodp.private_frechet_mean(x, m, 1.0, np.eye(3), 1.2, ledger=ledger, rng=3)
+        geodp.private_frechet_mean(m, x, 1.0, np.eye(3), 1.2, ledger=ledger, rng=3)
     assert ledger.spent() == (1.0, 0.0)
-    same = geodp.private_frechet_mean(x, m, 1.0, np.eye(3), 1.2, rng=3)
+    same = geodp.private_frechet_mean(m, x, 1.0, np.eye(3), 1.2, rng=3)
     assert np.allclose(same.value, rel.value)
 
 
@@ -67,9 +67,9 @@ def test_points_outside_the_ball_raise_or_are_clipped():
     far = m.exp(c, np.array([0.6, 0.0, 0.0]))
     x[:2] = far
     with pytest.raises(ValueError, match="2 of 30 points lie outside .* distance 0.6"):
-        geodp.private_frechet_mean(x, m, 1.0, c, 0.4)
+        geodp.private_frechet_mean(m, x, 1.0, c, 0.4)
     with pytest.warns(UserWarning, match="2 of 30 records"):
-        rel = geodp.private_frechet_mean(x, m, 1.0, c, 0.4, clip=True, rng=0)
+        rel = geodp.private_frechet_mean(m, x, 1.0, c, 0.4, clip=True, rng=0)
     assert rel.diagnostics["clipped"] == {"records_clipped": 2, "fraction": 2 / 30}
 
 
@@ -77,11 +77,11 @@ def test_restricted_release_doubles_scale_and_stays_in_ball():
     m = Hyperbolic(2)
     c = np.array([1.0, 0.0, 0.0])
     x = m.random_ball(c, 1.0, 10, np.random.default_rng(0))
-    rel = geodp.private_frechet_mean(x, m, 0.1, c, 1.0, restrict=True, rng=1)
+    rel = geodp.private_frechet_mean(m, x, 0.1, c, 1.0, restrict=True, rng=1)
     assert rel.scale == pytest.approx(2 * rel.sensitivity / 0.1)
     assert m.dist(c, rel.value) <= 1.0
     with pytest.raises(ValueError, match="normalisable only for scale < 1/\\(\\(d-1\\)"):
-        geodp.private_frechet_mean(x, m, 0.1, c, 1.0, restrict=False, rng=1)
+        geodp.private_frechet_mean(m, x, 0.1, c, 1.0, restrict=False, rng=1)
 
 
 def test_cli_release_mean_with_dataset_bound_and_ledger(tmp_path, capsys):

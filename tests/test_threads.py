@@ -69,6 +69,22 @@ def test_split_sample_sum_matches_one_pass(monkeypatch):
     assert calls == [500], "light rows below two blocks are summed in one call"
 
 
+def test_sums_are_bit_identical_under_any_load(monkeypatch):
+    """The blocks of a sum do not depend on how busy the machine is, so a seeded release is
+    reproducible to the last bit (the number of threads running them may change)."""
+    monkeypatch.delenv("GEODP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(_threads, "thread_count", lambda: 4)
+    rng = np.random.default_rng(3)
+    m = SPD(5)
+    x = m.random_ball(np.eye(5), 1.0, 700, rng)
+    sums = []
+    for busy in (0, 1, 2, 3):
+        monkeypatch.setattr(_threads, "_busy_elsewhere", lambda busy=busy: busy)
+        sums.append(_threads.split_sample_sum(lambda xs, ws: m.log(np.eye(5), xs).sum(0), x,
+                                              np.ones(700), -3, min_batch=10))
+    assert all(np.array_equal(s, sums[0]) for s in sums)
+
+
 def test_thread_count_setting(monkeypatch):
     monkeypatch.setenv("GEODP_NUM_THREADS", "3")
     assert _threads.thread_count() == 3

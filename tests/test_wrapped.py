@@ -149,22 +149,22 @@ def test_private_mean_wrapped_notions_and_scales():
              ({"mechanism": "wrapped-gaussian", "epsilon": 1.0, "delta": 1e-5}, ApproxDP(1.0, 1e-5),
               analytic_gaussian_sigma(1.0, 1e-5, delta))]
     for kwargs, guarantee, scale in cases:
-        rel = geodp.private_frechet_mean(x, m, center=np.eye(3), radius=0.5, rng=0, **kwargs)
+        rel = geodp.private_frechet_mean(m, x, center=np.eye(3), radius=0.5, rng=0, **kwargs)
         assert rel.guarantee.describe() == guarantee.describe()
         assert rel.scale == pytest.approx(scale)
         m.check_point(rel.value)
     with pytest.raises(ValueError, match="exactly one of"):
-        geodp.private_frechet_mean(x, m, center=np.eye(3), radius=0.5, mechanism="wrapped-gaussian",
+        geodp.private_frechet_mean(m, x, center=np.eye(3), radius=0.5, mechanism="wrapped-gaussian",
                                    mu=1.0, epsilon=1.0)
     with pytest.raises(NotHadamardError):
-        geodp.private_frechet_mean(np.array([[0, 0, 1.0]] * 5), Sphere(2), 1.0, np.array([0, 0, 1.0]),
+        geodp.private_frechet_mean(Sphere(2), np.array([[0, 0, 1.0]] * 5), 1.0, np.array([0, 0, 1.0]),
                                    0.3, mechanism="wrapped-laplace")
 
 
 def test_private_footpoint_spends_its_share_and_is_recorded(tmp_path):
     m, x = spd_data()
     ledger = BudgetLedger(tmp_path / "l.db", total_epsilon=40.0, total_delta=1e-5)
-    rel = geodp.private_frechet_mean(x, m, center=np.eye(3), radius=0.5, mechanism="wrapped-gaussian",
+    rel = geodp.private_frechet_mean(m, x, center=np.eye(3), radius=0.5, mechanism="wrapped-gaussian",
                                      mu=4.0, footpoint="private", ledger=ledger, rng=1)
     fp = rel.diagnostics["private_footpoint"]
     assert fp["subsample_size"] == 15 and fp["sampler"]["exact"]
@@ -178,7 +178,7 @@ def test_infeasible_private_footpoint_raises_before_spending(tmp_path):
     m, x = spd_data(n=40, r=1.5)
     ledger = BudgetLedger(tmp_path / "l.db", total_epsilon=5.0)
     with pytest.raises(ValueError, match="private footpoint selection.*not normalisable"):
-        geodp.private_frechet_mean(x, m, 1.0, np.eye(3), 1.5, mechanism="wrapped-laplace",
+        geodp.private_frechet_mean(m, x, 1.0, np.eye(3), 1.5, mechanism="wrapped-laplace",
                                    footpoint="private", ledger=ledger)
     assert ledger.spent() == (0.0, 0.0)
 

@@ -9,7 +9,10 @@ intervals at the Bonferroni-corrected level (1 - confidence) / (number of bounds
 - epsilon_lower = max_E log((P_low(M(D) in E) - delta) / P_high(M(D') in E)),
 - mu_lower = max_E Phi^-1(1 - alpha_high) - Phi^-1(beta_high), alpha = P(M(D') in E) and
   beta = 1 - P(M(D) in E) (a mu-GDP mechanism has beta >= Phi(Phi^-1(1 - alpha) - mu)),
-- delta_lower(epsilon) = max_E P_low(M(D) in E) - e^epsilon P_high(M(D') in E).
+- delta_lower(epsilon) = max_E P_low(M(D) in E) - e^epsilon P_high(M(D') in E),
+- rdp_lower(alpha) = max_E alpha/(alpha - 1) log P_low(M(D) in E) - log P_high(M(D') in E): the
+  Renyi divergence of order alpha is at least that of the two events' Bernoulli laws (data
+  processing), which is at least (1/(alpha - 1)) log(p^alpha q^(1 - alpha)).
 
 With probability at least ``confidence`` every interval holds at once, so each bound is a valid
 lower bound on the mechanism's true parameter: an audit above a claim refutes the claim. An
@@ -43,10 +46,12 @@ class AuditResult:
     n_samples: int
     confidence: float
     events: int
+    rdp_lower: float | None = None
 
     def as_dict(self) -> dict:
         return {"epsilon_lower": self.epsilon_lower, "mu_lower": self.mu_lower,
-                "delta_lower": self.delta_lower, "n_samples": self.n_samples,
+                "delta_lower": self.delta_lower, "rdp_lower": self.rdp_lower,
+                "n_samples": self.n_samples,
                 "confidence": self.confidence, "events_tried": self.events}
 
 
@@ -61,20 +66,24 @@ def clopper_pearson(k: np.ndarray, n: int, level: float) -> tuple[np.ndarray, np
 def audit_mechanism(sample_d: Sampler, sample_d_prime: Sampler, statistic: Callable[[Array], Array],
                     n_samples: int, confidence: float = 0.95,
                     rng: np.random.Generator | int | None = None, *, delta: float = 0.0,
-                    thresholds: int = 64, delta_at_epsilon: float | None = None) -> AuditResult:
+                    thresholds: int = 64, delta_at_epsilon: float | None = None,
+                    rdp_order: float | None = None) -> AuditResult:
     """Lower bounds on the privacy parameters of a mechanism from ``n_samples`` draws on each of two
     neighbouring inputs.
 
     ``sample_d(n, rng)`` and ``sample_d_prime(n, rng)`` return n outputs of the mechanism on D and
     D'; ``statistic`` maps outputs to reals (it must not look at which input they came from).
     ``thresholds`` quantiles of the pooled statistic define the events, in both tails; ``delta``
-    is the delta of the epsilon bound; ``delta_at_epsilon`` also bounds delta at that epsilon.
+    is the delta of the epsilon bound; ``delta_at_epsilon`` also bounds delta at that epsilon, and
+    ``rdp_order`` the Renyi-DP epsilon at that order.
     """
     n = check_count("n_samples", n_samples, 10)
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
     if not 0 <= delta < 1:
         raise ValueError(f"delta must lie in [0, 1), got {delta}")
+    if rdp_order is not None and not rdp_order > 1:
+        raise ValueError(f"rdp_order must exceed 1, got {rdp_order}")
     rng = as_generator(rng)
     s1 = np.asarray(statistic(sample_d(n, rng)), dtype=float).reshape(-1)
     s2 = np.asarray(statistic(sample_d_prime(n, rng)), dtype=float).reshape(-1)
@@ -94,7 +103,7 @@ def audit_mechanism(sample_d: Sampler, sample_d_prime: Sampler, statistic: Calla
     low2, high2 = clopper_pearson(k_second, n, level)
     eps = -np.inf
     mu = 0.0
-    dlt = -np.inf
+    dlt = rdp = -np.inf
     for p_low, q_high in ((low1, high2), (low2, high1)):  # D -> D' and D' -> D
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.log(np.maximum(p_low - delta, 0.0)) - np.log(q_high)
@@ -105,8 +114,13 @@ def audit_mechanism(sample_d: Sampler, sample_d_prime: Sampler, statistic: Calla
             mu = max(mu, float(np.max(stats.norm.ppf(1 - q_high[ok]) - stats.norm.ppf(beta_high[ok]))))
         if delta_at_epsilon is not None:
             dlt = max(dlt, float(np.max(p_low - math.exp(delta_at_epsilon) * q_high)))
+        if rdp_order is not None:
+            with np.errstate(divide="ignore"):
+                bound = rdp_order / (rdp_order - 1) * np.log(p_low) - np.log(q_high)
+            rdp = max(rdp, float(np.max(bound)))
     return AuditResult(max(eps, 0.0), max(mu, 0.0),
-                       None if delta_at_epsilon is None else max(dlt, 0.0), n, confidence, events)
+                       None if delta_at_epsilon is None else max(dlt, 0.0), n, confidence, events,
+                       None if rdp_order is None else max(rdp, 0.0))
 
 
 def neighbouring_footpoints(manifold: Manifold, center: Array,
@@ -139,3 +153,27 @@ def projection_statistic(manifold: Manifold, center: Array, direction: Array) ->
         return manifold.inner(center, manifold.log(center, y), direction)
 
     return statistic
+
+
+def kng_mean_neighbours(manifold: Manifold, center: Array, radius: float,
+                        n: int) -> tuple[Array, Array, Array]:
+    """Neighbouring data sets for the K-norm gradient Fréchet mean: n - 1 records at ``center``
+    and one at distance ``radius`` on either side of it along a geodesic (the replaced record
+    moves the risk's gradient by the most the data ball allows). Returns D, D' and the unit
+    direction of that geodesic at ``center``."""
+    center = manifold.check_point(center)
+    direction = manifold.from_coords(center, np.eye(manifold.dim)[0])
+    rest = np.broadcast_to(center, (n - 1,) + center.shape)
+    ends = manifold.exp(center, np.stack([radius * direction, -radius * direction]))
+    return (np.concatenate([rest, ends[:1]]), np.concatenate([rest, ends[1:]]), direction)
+
+
+def kng_mean_sampler(manifold: Manifold, points: Array, center: Array, radius: float,
+                     scale: float) -> Sampler:
+    """Draws of the K-norm gradient Fréchet mean of ``points`` at ``scale`` on the data ball,
+    exactly as ``private_frechet_mean(mechanism="kng")`` draws one."""
+    from .learn.frechet import kng_mean_draws
+    from .statistics import frechet_mean
+
+    minimiser = frechet_mean(manifold, points, init=center).mean
+    return lambda k, rng: kng_mean_draws(manifold, points, minimiser, center, radius, scale, rng, k)[0]

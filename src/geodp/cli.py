@@ -196,7 +196,7 @@ def cmd_release_mean(args: argparse.Namespace) -> None:
     if (args.rdp_alpha is None) != (args.rdp_epsilon is None):
         raise SystemExit("--rdp-alpha and --rdp-epsilon go together")
     rdp = None if args.rdp_alpha is None else (args.rdp_alpha, args.rdp_epsilon)
-    rel = private_frechet_mean(points, manifold, args.epsilon, center, radius,
+    rel = private_frechet_mean(manifold, points, args.epsilon, center, radius,
                                mechanism=args.mechanism, clip=args.clip, ledger=ledger,
                                rng=args.seed, restrict=args.restrict, delta=args.delta, mu=args.mu,
                                rdp=rdp, footpoint=footpoint,
@@ -256,7 +256,7 @@ def cmd_release_regression(args: argparse.Namespace) -> None:
                          "computed from the data)")
     center = None if args.center is None else read_center(args.center, manifold)
     ledger = open_ledger(args.ledger)
-    rel = private_geodesic_regression(x, y, manifold, args.epsilon, args.tau, x_range, args.v_max,
+    rel = private_geodesic_regression(manifold, x, y, args.epsilon, args.tau, x_range, args.v_max,
                                       center=center, radius=args.radius, rng=args.seed,
                                       release=args.release, clip=args.clip, ledger=ledger,
                                       footpoint_budget=args.footpoint_budget)
@@ -271,8 +271,7 @@ def cmd_release_pca(args: argparse.Namespace) -> None:
         raise SystemExit(f"PCA needs vectors: {args.data!r} holds points of shape {points.shape[1:]}")
     ledger = open_ledger(args.ledger)
     rel = private_pca(points, args.epsilon, args.delta, args.norm_bound, steps=args.steps,
-                      lr=args.lr, clip_data=args.clip_data, rng=args.seed, ledger=ledger,
-                      progress=not args.quiet)
+                      lr=args.lr, clip_data=args.clip_data, rng=args.seed, ledger=ledger)
     emit({"data": args.data, "dimension": points.shape[1], **rel.as_dict()})
 
 
@@ -293,38 +292,79 @@ def _audit_center(manifold: Manifold) -> np.ndarray:
     return np.zeros(manifold.point_shape)
 
 
+def _gaussian_claim(args: argparse.Namespace) -> tuple[dict, float, dict]:
+    """The claim of a Gaussian-type audit (mu-GDP, (epsilon, delta)-DP or (alpha, eps)-RDP), the
+    noise scale that meets it at --sensitivity, and the matching audit options."""
+    from .privacy import analytic_gaussian_sigma, gdp_sigma, rdp_sigma
+
+    if args.mu is not None:
+        return {"mu": args.mu}, gdp_sigma(args.mu, args.sensitivity), {}
+    if args.epsilon is not None and args.delta is not None:
+        return ({"epsilon": args.epsilon, "delta": args.delta},
+                analytic_gaussian_sigma(args.epsilon, args.delta, args.sensitivity),
+                {"delta": args.delta, "delta_at_epsilon": args.epsilon})
+    if args.rdp_alpha is not None and args.rdp_epsilon is not None:
+        return ({"rdp_alpha": args.rdp_alpha, "rdp_epsilon": args.rdp_epsilon},
+                rdp_sigma(args.rdp_alpha, args.rdp_epsilon, args.sensitivity),
+                {"rdp_order": args.rdp_alpha})
+    raise SystemExit(f"error: auditing the {args.mechanism} mechanism needs a claim: --mu, or "
+                     f"--epsilon with --delta, or --rdp-alpha with --rdp-epsilon")
+
+
+def _audited(claim: dict, result) -> tuple[float, float]:
+    """The audited lower bound in the claim's own notion, and the claimed value."""
+    if "mu" in claim:
+        return result.mu_lower, claim["mu"]
+    if "rdp_alpha" in claim:
+        return result.rdp_lower, claim["rdp_epsilon"]
+    if "delta" in claim:
+        return result.delta_lower, claim["delta"]
+    return result.epsilon_lower, claim["epsilon"]
+
+
 def cmd_audit(args: argparse.Namespace) -> None:
-    from .audit import (audit_mechanism, dp_rgd_step_sampler, neighbouring_footpoints,
-                        projection_statistic)
+    from .audit import (audit_mechanism, dp_rgd_step_sampler, kng_mean_neighbours, kng_mean_sampler,
+                        neighbouring_footpoints, projection_statistic)
     from .mechanisms import RiemannianLaplace, WrappedGaussian, WrappedLaplace
+    from .mechanisms.kng import KNormGradient
+    from .statistics.sensitivity import kng_mean_sensitivity
 
     manifold = _manifold_arg(args.manifold)
     center = _audit_center(manifold)
-    near, far, direction = neighbouring_footpoints(manifold, center, args.sensitivity)
-    statistic = projection_statistic(manifold, center, direction)
-    if args.mechanism in ("laplace", "wrapped-laplace"):
+    options: dict = {}
+    if args.mechanism == "kng-mean":
         if args.epsilon is None:
-            raise SystemExit(f"error: auditing the {args.mechanism} mechanism needs --epsilon")
-        claim, scale = {"epsilon": args.epsilon}, args.sensitivity / args.epsilon
-        mech = (RiemannianLaplace(manifold, scale) if args.mechanism == "laplace"
-                else WrappedLaplace(manifold, scale, center))
+            raise SystemExit("error: auditing the kng-mean mechanism needs --epsilon")
+        claim = {"epsilon": args.epsilon}
+        d, d_prime, direction = kng_mean_neighbours(manifold, center, args.radius, args.n)
+        sensitivity = kng_mean_sensitivity(manifold, args.radius, args.n)
+        scale = KNormGradient(sensitivity, args.epsilon).scale
+        first, second = (kng_mean_sampler(manifold, data, center, args.radius, scale)
+                         for data in (d, d_prime))
     else:
-        if args.mu is None:
-            raise SystemExit(f"error: auditing the {args.mechanism} mechanism needs --mu (GDP)")
-        claim, scale = {"mu": args.mu}, args.sensitivity / args.mu
-        mech = WrappedGaussian(manifold, scale, center) if args.mechanism == "wrapped-gaussian" \
-            else None
+        sensitivity = args.sensitivity
+        near, far, direction = neighbouring_footpoints(manifold, center, sensitivity)
+        if args.mechanism in ("laplace", "wrapped-laplace"):
+            if args.epsilon is None:
+                raise SystemExit(f"error: auditing the {args.mechanism} mechanism needs --epsilon")
+            claim, scale = {"epsilon": args.epsilon}, args.sensitivity / args.epsilon
+            mech = (RiemannianLaplace(manifold, scale) if args.mechanism == "laplace"
+                    else WrappedLaplace(manifold, scale, center))
+        else:
+            claim, scale, options = _gaussian_claim(args)
+            mech = WrappedGaussian(manifold, scale, center) if args.mechanism == "wrapped-gaussian" \
+                else None
 
-    def sampler(point):
-        if mech is None:
-            return dp_rgd_step_sampler(manifold, center, point, scale)
-        return lambda k, g: mech.sample(point, k, g)
+        def sampler(point):
+            if mech is None:
+                return dp_rgd_step_sampler(manifold, center, point, scale)
+            return lambda k, g: mech.sample(point, k, g)
 
-    result = audit_mechanism(sampler(far), sampler(near), statistic, args.samples,
-                             args.confidence, rng=args.seed)
-    audited = result.epsilon_lower if "epsilon" in claim else result.mu_lower
-    claimed = claim.get("epsilon", claim.get("mu"))
-    emit({"mechanism": args.mechanism, "manifold": repr(manifold), "sensitivity": args.sensitivity,
+        first, second = sampler(far), sampler(near)
+    result = audit_mechanism(first, second, projection_statistic(manifold, center, direction),
+                             args.samples, args.confidence, rng=args.seed, **options)
+    audited, claimed = _audited(claim, result)
+    emit({"mechanism": args.mechanism, "manifold": repr(manifold), "sensitivity": sensitivity,
           "claimed": claim, "audited_lower_bound": audited, **result.as_dict(),
           "verdict": "consistent with the claim" if audited <= claimed else
           "VIOLATED: the audited lower bound exceeds the claim"})
@@ -390,6 +430,11 @@ class HELP(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+QUIET = argparse.ArgumentParser(add_help=False)
+QUIET.add_argument("--quiet", action="store_true",
+                   help="no progress bars on stderr (they are shown only on a terminal)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(formatter_class=HELP,
         prog="geodp", description="Differential privacy on Riemannian manifolds.")
@@ -411,7 +456,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="private releases (see 'geodp release mean --help')",
                        description="Differentially private releases of manifold-valued statistics.")
     rsub = p.add_subparsers(dest="release", required=True)
-    p = rsub.add_parser("mean", formatter_class=HELP, help="a differentially private Fréchet mean",
+    p = rsub.add_parser("mean", formatter_class=HELP, parents=[QUIET],
+                        help="a differentially private Fréchet mean",
                         description="Release the Fréchet mean of the data with a privacy "
                                     "guarantee; prints the release and its guarantee as JSON.")
     p.add_argument("data", help="a .npy/.csv file or a built-in data set name")
@@ -444,7 +490,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help="seed for reproducible noise (default: OS entropy)")
     p.set_defaults(func=cmd_release_mean)
 
-    p = rsub.add_parser("regression", formatter_class=HELP,
+    p = rsub.add_parser("regression", formatter_class=HELP, parents=[QUIET],
                         help="a differentially private geodesic regression (K-norm gradient)",
                         description="Release the footpoint and shooting vector of a geodesic "
                                     "regression with epsilon-DP (Kulkarni & Soto, in a sound form); "
@@ -468,7 +514,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help="seed for reproducible noise (default: OS entropy)")
     p.set_defaults(func=cmd_release_regression)
 
-    p = rsub.add_parser("pca", formatter_class=HELP, help="a differentially private leading eigenvector",
+    p = rsub.add_parser("pca", formatter_class=HELP, parents=[QUIET],
+                        help="a differentially private leading eigenvector",
                         description="Release the leading eigenvector of (1/n) sum_i z_i z_i^T by DP "
                                     "Riemannian gradient descent on the sphere (Han et al., "
                                     "Section 5.1); prints the release as JSON.")
@@ -483,7 +530,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lr", type=float, help="step size (default 1 / (2 norm_bound^2))")
     p.add_argument("--ledger", help="budget ledger to charge (see 'geodp budget')")
     p.add_argument("--seed", type=int, help="seed for reproducible noise (default: OS entropy)")
-    p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     p.set_defaults(func=cmd_release_pca)
 
     p = sub.add_parser("reproduce", formatter_class=HELP, help="regenerate a paper's figures (PNG + CSV)",
@@ -502,7 +548,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "data (digit histograms PCA, covariance descriptors).", 20),
     }
     for name, (short, long, reps) in papers.items():
-        p = rsub.add_parser(name, formatter_class=HELP, help=short, description=long)
+        p = rsub.add_parser(name, formatter_class=HELP, parents=[QUIET], help=short, description=long)
         p.add_argument("--reps", type=int, default=reps, help="replicates per point")
         p.add_argument("--out", default=f"out/{name}", help="output directory")
         p.add_argument("--seed", type=int, default=0, help="random seed")
@@ -517,17 +563,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--delta", type=float, default=0.0, help="total delta (init only)")
     p.set_defaults(func=cmd_budget)
 
-    p = sub.add_parser("audit", formatter_class=HELP,
+    p = sub.add_parser("audit", formatter_class=HELP, parents=[QUIET],
                        help="audit a mechanism: an empirical lower bound on its privacy parameter",
                        description="Draw from a mechanism on two neighbouring inputs (footpoints at "
                                    "distance --sensitivity) and print a rigorous lower bound on its "
                                    "epsilon (or mu), next to the claim, as JSON.")
     p.add_argument("mechanism", choices=["laplace", "wrapped-laplace", "wrapped-gaussian",
-                                         "dp-rgd-step"])
+                                         "dp-rgd-step", "kng-mean"])
     p.add_argument("--manifold", default="sphere:2", help=SPEC_HELP)
-    p.add_argument("--epsilon", type=float, help="claimed epsilon (Laplace mechanisms)")
+    p.add_argument("--epsilon", type=float,
+                   help="claimed epsilon (Laplace and KNG mechanisms; with --delta, Gaussian ones)")
+    p.add_argument("--delta", type=float, help="claimed delta of (epsilon, delta)-DP (Gaussian)")
     p.add_argument("--mu", type=float, help="claimed mu of mu-GDP (Gaussian mechanisms)")
+    p.add_argument("--rdp-alpha", type=float, help="order of a claimed (alpha, eps)-RDP (Gaussian)")
+    p.add_argument("--rdp-epsilon", type=float, help="eps of a claimed (alpha, eps)-RDP (Gaussian)")
     p.add_argument("--sensitivity", type=float, default=0.1, help="distance between the neighbours")
+    p.add_argument("--radius", type=float, default=0.5,
+                   help="kng-mean: radius of the data ball (neighbours differ in a record at each end)")
+    p.add_argument("--n", type=int, default=10, help="kng-mean: records in each data set")
     p.add_argument("--samples", type=int, default=200_000, help="draws on each input")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bound")
     p.add_argument("--seed", type=int, help="seed (default: OS entropy)")
@@ -546,9 +599,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from .privacy import BudgetExceededError
 
+    from .progress import showing
+
     args = build_parser().parse_args(argv)
     try:
-        args.func(args)
+        with showing(not getattr(args, "quiet", False)):
+            args.func(args)
     except (ValueError, TypeError, OSError, RuntimeError, ArithmeticError, sqlite3.Error,
             BudgetExceededError) as exc:
         message = f"error: {exc}"

@@ -34,6 +34,7 @@ from ..manifolds import SPD, Sphere
 from ..mechanisms import NotNormalisableError, RiemannianLaplace
 from ..mechanisms.tangent_gaussian import TangentGaussian
 from ..statistics import frechet_mean
+from ..progress import tracked
 from ._output import pyplot, save_figure, write_csv
 from .baselines import dp_pgd
 
@@ -65,7 +66,7 @@ def pca_data(n: int, rng: np.random.Generator) -> np.ndarray:
 def pca_panel(reps: int, rng: np.random.Generator) -> list[dict]:
     sphere = Sphere(PCA_DIM - 1)
     rows = []
-    for n in PCA_SIZES:
+    for n in tracked(PCA_SIZES, "Figure 1a (PCA)"):
         risk = {"DP-RGD (paper)": [], "DP-PGD (paper)": [], "DP-RGD (sound, clip = L0)": []}
         for _ in range(reps):
             z = pca_data(n, rng)
@@ -84,7 +85,7 @@ def pca_panel(reps: int, rng: np.random.Generator) -> list[dict]:
             risk["DP-PGD (paper)"].append(excess(dp_pgd(
                 sphere, lambda w, b: -2.0 * (b @ w)[:, None] * b, z, sigma, steps, PCA_STEP, init, rng)))
             sound = dp_rsgd(sphere, pca_gradients, z, EPSILON, DELTA, steps, lr=PCA_STEP, init=init,
-                            clip=l0, rng=rng)
+                            clip=l0, rng=rng, progress=False)
             risk["DP-RGD (sound, clip = L0)"].append(excess(sound.value))
         for method, values in risk.items():
             v = np.array(values)
@@ -111,7 +112,7 @@ def spd_panel(reps: int, rng: np.random.Generator) -> list[dict]:
     def grads(w, batch):
         return -2.0 * m.log(w[None], batch)
 
-    for n in SPD_SIZES:
+    for n in tracked(SPD_SIZES, "Figure 1b (SPD(2))"):
         risk = {"DP-RGD (paper)": [], "DP-FM (Laplace, paper)": [], "DP-RGD (sound, clip = 2D)": [],
                 "DP-RGD (geodp defaults)": []}
         laplace_feasible = True
@@ -131,9 +132,9 @@ def spd_panel(reps: int, rng: np.random.Generator) -> list[dict]:
             except NotNormalisableError:
                 laplace_feasible = False
             sound = dp_rsgd(m, grads, x, EPSILON, DELTA, n, lr=SPD_STEP, init=np.eye(2),
-                            clip=2 * SPD_DIAMETER, rng=rng)
+                            clip=2 * SPD_DIAMETER, rng=rng, progress=False)
             risk["DP-RGD (sound, clip = 2D)"].append(excess(sound.value))
-            default = private_frechet_mean(x, m, EPSILON, np.eye(2), SPD_DIAMETER / 2,
+            default = private_frechet_mean(m, x, EPSILON, np.eye(2), SPD_DIAMETER / 2,
                                            mechanism="dp-rgd", delta=DELTA, rng=rng)
             risk["DP-RGD (geodp defaults)"].append(excess(default.value))
         for method, values in risk.items():
@@ -152,8 +153,8 @@ def real_data(reps: int, rng: np.random.Generator) -> list[dict]:
     hist = datasets.load("digits-histograms").points
     lam, vecs = np.linalg.eigh(hist.T @ hist / len(hist))
     for eps in (0.1, 1.0):
-        cos = [abs(private_pca(hist, eps, 1e-5, norm_bound=1.0, steps=50, lr=0.5, rng=rng).value
-                   @ vecs[:, -1]) for _ in range(reps)]
+        cos = [abs(private_pca(hist, eps, 1e-5, norm_bound=1.0, steps=50, lr=0.5, rng=rng,
+                               progress=False).value @ vecs[:, -1]) for _ in range(reps)]
         rows.append({"data": "digit histograms (n = 1797, R^17)", "task": "PCA, DP-RGD",
                      "epsilon": eps, "delta": 1e-5, "metric": "|cos| with the top eigenvector",
                      "value": float(np.mean(cos))})
@@ -164,7 +165,7 @@ def real_data(reps: int, rng: np.random.Generator) -> list[dict]:
         for mech, kw in (("dp-rgd", {"delta": 1e-5}), ("laplace", {})):
             try:
                 errs = [float(ds.manifold.dist(private_frechet_mean(
-                    ds.points, ds.manifold, eps, center, radius, mechanism=mech, rng=rng, **kw).value,
+                    ds.manifold, ds.points, eps, center, radius, mechanism=mech, rng=rng, **kw).value,
                     mean)) for _ in range(reps)]
                 value = float(np.mean(errs))
             except NotNormalisableError:

@@ -19,6 +19,7 @@ import numpy as np
 from ..manifolds import SPD, Manifold, Sphere
 from ..mechanisms import EuclideanLaplace, RiemannianLaplace, ambient_radius
 from ..statistics import curvature_factor, frechet_mean, frechet_mean_sensitivity
+from ..progress import tracked
 from ._output import pyplot, save_figure, write_csv
 
 EPSILON = 1.0
@@ -63,7 +64,7 @@ def sensitivity_panel(setting: Setting, reps: int, rng: np.random.Generator) -> 
     """rho(mean(D), mean(D')) for neighbouring data sets against the Theorem 2 bound."""
     m = setting.manifold
     rows = []
-    for n in SIZES:
+    for n in tracked(SIZES, f"sensitivity {setting.name}"):
         d = sample_data(setting, (reps, n), rng)
         d2 = d.copy()
         d2[:, -1] = sample_data(setting, (reps,), rng)
@@ -79,7 +80,7 @@ def utility_panel(setting: Setting, reps: int, rng: np.random.Generator) -> list
     """Mean Euclidean error +- 2 SE of the intrinsic and the ambient release, per n."""
     m = setting.manifold
     rows = []
-    for n in SIZES:
+    for n in tracked(SIZES, f"utility {setting.name}"):
         means = frechet_mean(m, sample_data(setting, (reps, n), rng), init=setting.center).mean
         delta = frechet_mean_sensitivity(m, setting.radius, n)
         intrinsic = RiemannianLaplace(m, delta / EPSILON).sample(means, rng=rng)

@@ -26,6 +26,7 @@ from ..mechanisms import (NotNormalisableError, RiemannianLaplace, WrappedGaussi
                           spd_critical_scale)
 from ..privacy import gdp_to_pure_equivalent
 from ..statistics import frechet_mean, frechet_mean_sensitivity
+from ..progress import tracked
 from ._output import pyplot, save_figure, write_csv
 from .baselines import eigen_metropolis_seconds_per_step
 
@@ -55,7 +56,7 @@ def _laplace_errors(m, means, scale, rng) -> np.ndarray | None:
 
 def simulation(reps: int, rng: np.random.Generator) -> list[dict]:
     rows = []
-    for d, size in DIMS.items():
+    for d, size in tracked(DIMS.items(), "Figure 1 (SPD)"):
         m = SPD(size)
         data = m.random_ball(np.eye(size), RADIUS, (reps, N), rng)
         means = frechet_mean(m, data, init=np.eye(size)).mean
@@ -85,7 +86,7 @@ def timing(rng: np.random.Generator) -> list[dict]:
     """Seconds per release: Riemannian Laplace by Metropolis on the eigenvalues (10 000 steps, the
     paper's method), by our exact sampler, and the wrapped mechanisms (single and batched)."""
     rows = []
-    for d, size in DIMS.items():
+    for d, size in tracked(DIMS.items(), "Table 1 (timing)"):
         m = SPD(size)
         eta = m.random_ball(np.eye(size), 0.5, None, rng)
         scale = 0.5 * spd_critical_scale(size)
@@ -121,7 +122,7 @@ def real_data(reps: int, rng: np.random.Generator) -> list[dict]:
     m = ds.manifold
     center, radius = ds.public_ball()
     rows = []
-    for label in np.unique(ds.labels):
+    for label in tracked(np.unique(ds.labels), "real data"):
         x = ds.points[ds.labels == label]
         n = len(x)
         mean = frechet_mean(m, x, init=center).mean

@@ -24,7 +24,6 @@ Theorem 3 (weight 2/(t + 1)). All are post-processing of the private trajectory.
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable
 
 import numpy as np
@@ -34,6 +33,7 @@ from ..manifolds.base import Array, as_generator
 from ..mechanisms.tangent_gaussian import TangentGaussian
 from ..privacy import BudgetLedger, SubsampledGaussian, gdp_mu, noise_multiplier_for
 from ..privacy.conversions import check_count, check_delta, check_positive
+from ..progress import bar
 from .data_ball import check_representable, into_ball
 from .release import Release, reserved
 
@@ -88,31 +88,13 @@ def _noise_multiplier(epsilon: float, delta: float, rate: float, steps: int, sam
     return noise_multiplier_for(epsilon, delta, rate, steps, sampling, accountant=accountant)
 
 
-class _Progress:
-    """A one-line progress counter on stderr, shown only when asked and stderr is a terminal."""
-
-    def __init__(self, total: int, enabled: bool, label: str):
-        self.total, self.label = total, label
-        self.enabled = enabled and sys.stderr.isatty()
-        self.shown = -1
-
-    def update(self, done: int) -> None:
-        pct = 100 * done // self.total
-        if self.enabled and pct != self.shown:
-            self.shown = pct
-            sys.stderr.write(f"\r{self.label}: step {done}/{self.total} ({pct}%)")
-            if done == self.total:
-                sys.stderr.write("\n")
-            sys.stderr.flush()
-
-
 def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array], data: Array,
             epsilon: float, delta: float, steps: int, batch_size: int | None = None,
             lr: float | Callable[[int], float] = 0.1, init: Array | None = None,
             clip: float | None = None, output: str = "last", sampling: str = "poisson",
             rng: np.random.Generator | int | None = None, *, lipschitz: float | None = None,
             euclidean_grad: bool = False, loss: Callable[[Array, Array], float] | None = None,
-            ledger: BudgetLedger | None = None, progress: bool = False,
+            ledger: BudgetLedger | None = None, progress: bool | None = None,
             label: str = "DP-RGD", domain: tuple[Array, float] | None = None) -> Release:
     """(epsilon, delta)-DP Riemannian (stochastic) gradient descent on ``manifold``.
 
@@ -145,6 +127,8 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
         A public geodesic ball: every iterate is moved back onto it after its noisy step (the
         projected variant; post-processing, so the guarantee is unchanged), which keeps the
         iterates where the losses' gradient bounds hold.
+    progress : bool, optional
+        A progress bar over the steps on stderr (default: ``geodp.progress.showing``).
 
     Returns
     -------
@@ -198,13 +182,14 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
     sigma = z * sensitivity
     guarantee = SubsampledGaussian(z, rate, steps, sampling if rate < 1.0 else "poisson")
     schedule = lr if callable(lr) else (lambda t, lr=check_positive("lr", lr): lr)
-    with reserved(ledger, guarantee, f"{label} ({guarantee.describe()})"):
+    with reserved(ledger, guarantee, f"{label} ({guarantee.describe()})"), \
+            bar(steps, label, progress) as meter:
         rng = as_generator(rng)
         noise = TangentGaussian(manifold, sigma)
         pick = int(rng.integers(steps)) if output == "random" else -1
         chosen, average = (w if pick == 0 else None), None
         trace = [] if loss is not None else None
-        clipped_total, meter = 0, _Progress(steps, progress, label)
+        clipped_total = 0
         for t in range(steps):
             if trace is not None:
                 trace.append(float(loss(w, data)))
@@ -235,7 +220,7 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
                 weight = (1.0 if output == "average" else 2.0) / (t + 1)
                 average = w if average is None else manifold.exp(
                     average, min(weight, 1.0) * manifold.log(average, w))
-            meter.update(t + 1)
+            meter.update(1)
     value = {"last": w, "random": chosen, "average": average, "weighted-average": average}[output]
     diagnostics = {
         "n": n, "steps": steps, "sample_rate": rate, "sampling": sampling if rate < 1.0 else "full batch",

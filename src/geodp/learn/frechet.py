@@ -7,12 +7,13 @@ import math
 import numpy as np
 
 from ..manifolds import Manifold
-from ..manifolds.base import Array, as_generator
+from ..manifolds.base import Array, as_generator, manifold_first
 from ..mechanisms import NotNormalisableError, RiemannianLaplace, WrappedGaussian, WrappedLaplace
 from ..mechanisms.wrapped import check_hadamard
 from ..privacy import (GDP, RDP, ApproxDP, BudgetLedger, Guarantee, PureDP, analytic_gaussian_sigma,
                        gdp_to_pure_equivalent, rdp_sigma)
 from ..mechanisms.kng import KNormGradient, sample_convex
+from ..mechanisms.laplace import SamplerInfo
 from ..statistics import curvature_factor, frechet_mean, frechet_mean_sensitivity
 from ..statistics.sensitivity import kng_mean_sensitivity
 from .data_ball import enforce_ball
@@ -120,23 +121,34 @@ def _dp_rgd_mean(manifold, x, target, center, radius, steps, lr, ledger, rng, cl
 
     rel = dp_rsgd(manifold, gradients, x, target.epsilon, target.delta, steps, lr=lr, init=center,
                   clip=2.0 * radius, rng=rng, loss=loss, ledger=ledger, label="Fréchet mean (dp-rgd)",
-                  domain=(center, radius))
+                  domain=(center, radius), progress=False)
     rel.diagnostics.update(clipped_to_ball=clipped)
     return rel
+
+
+def kng_mean_draws(manifold: Manifold, points: Array, minimiser: Array, center: Array,
+                   radius: float, scale: float, rng: np.random.Generator, size: int | None = None
+                   ) -> tuple[Array, SamplerInfo, float]:
+    """Exact draws of the K-norm gradient Fréchet mean of ``points`` at ``scale`` on the data
+    ball: density proportional to exp(-|grad F(m)| / scale), F(m) = (1/2n) sum_i rho(m, x_i)^2,
+    through the strong convexity h(radius, k) of F (``sample_convex``; ``minimiser`` is the
+    computed Fréchet mean). Returns the draws, the sampler's report and the strong convexity."""
+    weights = np.full(len(points), 1.0 / len(points))
+    lam = curvature_factor(radius, manifold.curvature_bounds[1])
+
+    def grad_norm(m):
+        return manifold.norm(m, manifold.mean_log_and_value(m, points, weights)[0])
+
+    draws, info = sample_convex(manifold, grad_norm, minimiser, lam, center, radius, scale, rng, size)
+    return draws, info, lam
 
 
 def _kng_mean(manifold, x, fit, target, center, radius, ledger, rng, clipped) -> Release:
     """The Fréchet mean by the K-norm gradient mechanism (see ``private_frechet_mean``)."""
     n = len(x)
     mech = KNormGradient(kng_mean_sensitivity(manifold, radius, n), target.epsilon)
-    lam = curvature_factor(radius, manifold.curvature_bounds[1])
-    weights = np.full(n, 1.0 / n)
-
-    def grad_norm(m):
-        return manifold.norm(m, manifold.mean_log_and_value(m, x, weights)[0])
-
     with reserved(ledger, target, f"Fréchet mean (kng, {target.describe()})"):
-        value, info = sample_convex(manifold, grad_norm, fit.mean, lam, center, radius, mech.scale, rng)
+        value, info, lam = kng_mean_draws(manifold, x, fit.mean, center, radius, mech.scale, rng)
     return Release(value=value, guarantee=target, sensitivity=mech.sensitivity, scale=mech.scale,
                    mechanism="K-norm gradient Fréchet mean", exact_sampler=info.exact,
                    diagnostics={"n": n, "clipped": clipped, "strong_convexity": lam,
@@ -144,7 +156,7 @@ def _kng_mean(manifold, x, fit, target, center, radius, ledger, rng, clipped) ->
                    equivalent=equivalents(target))
 
 
-def private_frechet_mean(points: Array, manifold: Manifold, epsilon: float | None = None,
+def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | None = None,
                          center: Array | None = None, radius: float | None = None,
                          mechanism: str = "laplace", clip: bool = False,
                          ledger: BudgetLedger | None = None,
@@ -179,9 +191,11 @@ def private_frechet_mean(points: Array, manifold: Manifold, epsilon: float | Non
 
     Parameters
     ----------
-    points : array (n, *point_shape)
-        The records, one point each (data first, as in every private estimator of geodp).
     manifold : Manifold
+        First, as in every estimator of geodp (the older order ``(points, manifold, ...)`` still
+        works and issues a DeprecationWarning).
+    points : array (n, *point_shape)
+        The records, one point each.
     epsilon, delta, mu, rdp
         The target guarantee (which ones a mechanism takes is listed above).
     center, radius
@@ -200,7 +214,7 @@ def private_frechet_mean(points: Array, manifold: Manifold, epsilon: float | Non
 
     Raises
     ------
-    TypeError for arguments of the wrong kind (e.g. the manifold first, or a string epsilon);
+    TypeError for arguments of the wrong kind (e.g. no manifold, or a string epsilon);
     ValueError for data off the manifold or outside the ball, or a guarantee the mechanism cannot
     give; NotNormalisableError when the Laplace has no density at that scale;
     BudgetExceededError when the ledger refuses.
@@ -212,13 +226,11 @@ def private_frechet_mean(points: Array, manifold: Manifold, epsilon: float | Non
     >>> from geodp.datasets import load
     >>> ds = load("digits-covariance")
     >>> center, radius = ds.public_ball()
-    >>> rel = private_frechet_mean(ds.points, ds.manifold, 1.0, center, radius, rng=0)
+    >>> rel = private_frechet_mean(ds.manifold, ds.points, 1.0, center, radius, rng=0)
     >>> rel.guarantee.describe()
     '1-DP'
     """
-    if isinstance(points, Manifold) or not isinstance(manifold, Manifold):
-        raise TypeError("private_frechet_mean takes the data first and the manifold second: "
-                        "private_frechet_mean(points, manifold, epsilon, center, radius, ...)")
+    manifold, points = manifold_first("private_frechet_mean", manifold, points)
     target = target_guarantee(mechanism, epsilon, delta, mu, rdp)
     if center is None or radius is None:
         raise ValueError("center and radius of the public data ball are required")

@@ -34,7 +34,7 @@ def private_pca(data: Array, epsilon: float, delta: float, norm_bound: float,
                 steps: int = 100, lr: float | None = None, init: Array | None = None,
                 clip_data: bool = False, batch_size: int | None = None,
                 output: str = "last", rng: np.random.Generator | int | None = None, *,
-                ledger: BudgetLedger | None = None, progress: bool = False) -> Release:
+                ledger: BudgetLedger | None = None, progress: bool | None = None) -> Release:
     """An (epsilon, delta)-DP leading eigenvector of (1/n) sum_i z_i z_i^T, a unit vector.
 
     ``norm_bound`` is a public bound B on |z_i| (not computed from the data): rows above it raise,

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from ..manifolds import Manifold
-from ..manifolds.base import Array, as_generator
+from ..manifolds.base import Array, as_generator, manifold_first
 from ..mechanisms.kng import BundleDomain, KNormGradient, sample_bundle
 from ..privacy import BudgetLedger, PureDP
 from ..privacy.conversions import check_positive
@@ -59,7 +59,7 @@ def _domain_ball(manifold: Manifold, center, radius) -> tuple[Array, float | Non
     return center, radius
 
 
-def private_geodesic_regression(x: Array, y: Array, manifold: Manifold, epsilon: float, tau: float,
+def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon: float, tau: float,
                                 x_range: tuple[float, float], v_max: float,
                                 center: Array | None = None, radius: float | None = None,
                                 rng: np.random.Generator | int | None = None, *,
@@ -92,6 +92,9 @@ def private_geodesic_regression(x: Array, y: Array, manifold: Manifold, epsilon:
 
     Parameters
     ----------
+    manifold : Manifold
+        First, as in every estimator of geodp (the older order ``(x, y, manifold, ...)`` still
+        works and issues a DeprecationWarning).
     x : array (n,)
         Covariates. Outside ``x_range`` they raise, or with ``clip=True`` are clipped into it.
     y : array (n, *point_shape)
@@ -112,13 +115,11 @@ def private_geodesic_regression(x: Array, y: Array, manifold: Manifold, epsilon:
     >>> rng = np.random.default_rng(0)
     >>> x = rng.uniform(0, 1, 500)
     >>> y = m.exp(np.array([0., 0, 1]), x[:, None] * np.array([0.5, 0, 0]))
-    >>> rel = private_geodesic_regression(x, y, m, 1.0, tau=0.5, x_range=(0, 1), v_max=1.0, rng=0)
+    >>> rel = private_geodesic_regression(m, x, y, 1.0, tau=0.5, x_range=(0, 1), v_max=1.0, rng=0)
     >>> sorted(rel.value)
     ['footpoint', 'shooting_vector']
     """
-    if isinstance(x, Manifold) or isinstance(y, Manifold) or not isinstance(manifold, Manifold):
-        raise TypeError("private_geodesic_regression takes covariates, responses, then the manifold: "
-                        "private_geodesic_regression(x, y, manifold, epsilon, tau, x_range, v_max)")
+    manifold, x, y = manifold_first("private_geodesic_regression", manifold, x, y)
     if release not in RELEASES:
         raise ValueError(f"release must be one of {RELEASES}, got {release!r}")
     epsilon = check_positive("epsilon", epsilon)

@@ -140,7 +140,7 @@ def _eig_3x3(a: Array):
 
     m00, m01, m11 = quad(u, u), quad(u, v), quad(v, v)
     half, mid = 0.5 * (m00 - m11), 0.5 * (m00 + m11)
-    rad = np.sqrt(half * half + m01 * m01)
+    rad = np.hypot(half, m01)  # squares of entries below 1e-154 would lose digits
     cs, sn = _rotation(half, m01, rad)
     hi = tuple(cs * ui + sn * vi for ui, vi in zip(u, v))
     lo = tuple(cs * vi - sn * ui for ui, vi in zip(u, v))

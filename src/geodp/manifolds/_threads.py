@@ -110,12 +110,14 @@ def _pool(workers: int, pid: int) -> ThreadPoolExecutor:
 
 def _run_blocks(task: Callable[[int, int], object], size: int, row_bytes: int) -> list:
     """task(lo, hi) over consecutive blocks covering range(size), in order: blocks of about
-    BLOCK_BYTES, and at most an equal share per thread available now (a batch worth splitting
-    keeps every thread busy even when it is smaller than two blocks)."""
+    BLOCK_BYTES, and at most an equal share per CPU of the process (a batch worth splitting keeps
+    every thread busy even when it is smaller than two blocks). The blocks do not depend on the
+    load, only the number of threads running them does: a sum over blocks adds in the same order
+    on a busy machine and an idle one, so a seeded release is reproducible to the last bit."""
     available = threads_now()
-    rows = max(1, min(BLOCK_BYTES // max(row_bytes, 1), -(-size // available)))
+    rows = max(1, min(BLOCK_BYTES // max(row_bytes, 1), -(-size // thread_count())))
     bounds = list(range(0, size, rows)) + [size]
-    workers = available if len(bounds) > 2 else 1
+    workers = min(available, len(bounds) - 1)
     if workers < 2:
         # other processes busy: BLAS keeps to the CPUs they leave
         busy = _blas_limited(available) if available < thread_count() else nullcontext()

@@ -52,8 +52,9 @@ class KNormGradient:
 
 def sample_convex(manifold: Manifold, grad_norm: Callable[[Array], Array], minimiser: Array,
                   strong_convexity: float, center: Array, radius: float, scale: float,
-                  rng: np.random.Generator) -> tuple[Array, SamplerInfo]:
-    """One exact KNG draw on the convex ball B_radius(center) for a lambda-strongly convex risk.
+                  rng: np.random.Generator, size: int | None = None) -> tuple[Array, SamplerInfo]:
+    """Exact KNG draws on the convex ball B_radius(center) for a lambda-strongly convex risk: one
+    point, or ``size`` independent draws stacked first.
 
     With m* the minimiser, |grad F(m)| >= lambda rho(m, m*) on the ball, and
     rho(m*, m_hat) <= |grad F(m_hat)| / lambda for the computed minimiser m_hat; so
@@ -73,11 +74,11 @@ def sample_convex(manifold: Manifold, grad_norm: Callable[[Array], Array], minim
         gap = grad_norm(m) - lam * manifold.dist(minimiser, m) + slack
         return m[np.log(rng.random(batch)) <= -np.maximum(gap, 0.0) / scale]
 
-    draw, rate = accumulate(accepted, 1, 0.1, 1e-6, 100_000)
+    draw, rate = accumulate(accepted, 1 if size is None else size, 0.1, 1e-6, 100_000)
     method = "exact rejection from the restricted Riemannian Laplace (strong convexity envelope)"
     if not exact:
         method = "rejection from a Metropolis-Hastings restricted Laplace (approximate)"
-    return draw[0], SamplerInfo(method, exact, rate)
+    return draw[0] if size is None else draw, SamplerInfo(method, exact, rate)
 
 
 class BundleDomain:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..manifolds import Manifold
+from ..progress import bar
 
 Array = np.ndarray
 
@@ -89,22 +90,24 @@ def run_chains(state: Array, log_target: Callable[[Array], Array],
     trace = np.empty((trace_length, chains))
     accepted = 0
     window_acc, window = 0, 0
-    for it in range(burn_in + trace_length):
-        y, log_hastings = propose(x, step, rng)
-        lq = log_target(y)
-        with np.errstate(invalid="ignore"):
-            ok = np.log(rng.random(chains)) < lq - lp + log_hastings
-        x = np.where(ok.reshape((chains,) + (1,) * (x.ndim - 1)), y, x)
-        lp = np.where(ok, lq, lp)
-        if it < burn_in // 2:
-            window_acc += ok.sum()
-            window += chains
-            if window >= 50 * chains:
-                step = min(step * np.exp(window_acc / window - target_rate), max_step)
-                window_acc, window = 0, 0
-        elif it >= burn_in:
-            accepted += ok.sum()
-            trace[it - burn_in] = lp if summary is None else summary(x)
+    with bar(burn_in + trace_length, f"MCMC ({chains} chains)") as meter:
+        for it in range(burn_in + trace_length):
+            meter.update(1)
+            y, log_hastings = propose(x, step, rng)
+            lq = log_target(y)
+            with np.errstate(invalid="ignore"):
+                ok = np.log(rng.random(chains)) < lq - lp + log_hastings
+            x = np.where(ok.reshape((chains,) + (1,) * (x.ndim - 1)), y, x)
+            lp = np.where(ok, lq, lp)
+            if it < burn_in // 2:
+                window_acc += ok.sum()
+                window += chains
+                if window >= 50 * chains:
+                    step = min(step * np.exp(window_acc / window - target_rate), max_step)
+                    window_acc, window = 0, 0
+            elif it >= burn_in:
+                accepted += ok.sum()
+                trace[it - burn_in] = lp if summary is None else summary(x)
     diag = MCMCDiagnostics(
         acceptance_rate=float(accepted / max(trace_length * chains, 1)), step_size=float(step),
         burn_in=burn_in, trace_length=trace_length, n_chains=chains,

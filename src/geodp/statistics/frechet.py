@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..manifolds._threads import split_sample_sum
-from ..manifolds.base import Array, Manifold
+from ..manifolds.base import Array, Manifold, manifold_first
 
 
 class NonUniqueMeanWarning(UserWarning):
@@ -75,6 +75,7 @@ def frechet_mean(manifold: Manifold, points: Array, weights: Array | None = None
     radius below ``uniqueness_radius`` around the mean (positive curvature only), i.e. when the
     mean may not be unique.
     """
+    manifold, points = manifold_first("frechet_mean", manifold, points)
     if on_spread not in ("warn", "raise", "ignore"):
         raise ValueError(f"on_spread must be 'warn', 'raise' or 'ignore', got {on_spread!r}")
     if not 0 < step <= 1:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..manifolds.base import Array, Manifold
+from ..manifolds.base import Array, Manifold, manifold_first
 from .frechet import ARMIJO, ConvergenceWarning, frechet_mean
 
 
@@ -118,6 +118,7 @@ def geodesic_regression(manifold: Manifold, x: Array, y: Array, init: tuple[Arra
         Starting footpoint and shooting vector (default: least squares in the tangent space at
         the Fréchet mean of y).
     """
+    manifold, x, y = manifold_first("geodesic_regression", manifold, x, y)
     y = manifold.check_point(y)
     if y.ndim != len(manifold.point_shape) + 1:
         raise ValueError(f"responses must have shape (n, *{manifold.point_shape}), got {y.shape}")

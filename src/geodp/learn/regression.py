@@ -12,7 +12,7 @@ from ..mechanisms.kng import BundleDomain, KNormGradient, sample_bundle
 from ..privacy import BudgetLedger, PureDP
 from ..privacy.conversions import check_positive
 from ..statistics import ConvergenceWarning, geodesic_regression
-from ..statistics.regression import (bundle_norm, check_covariates, covariate_preconditioner,
+from ..statistics.regression import (check_covariates, covariate_preconditioner,
                                      regression_gradient)
 from ..statistics.sensitivity import regression_sensitivity
 from .data_ball import check_representable, into_ball
@@ -65,7 +65,7 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
                                 rng: np.random.Generator | int | None = None, *,
                                 release: str = "joint", footpoint_budget: float = 0.5,
                                 clip: bool = False, ledger: BudgetLedger | None = None,
-                                chains: int = 8, burn_in: int = 2000) -> Release:
+                                chains: int = 8, burn_in: int = 200) -> Release:
     """An epsilon-DP geodesic regression (footpoint p and shooting vector v) by K-norm gradients.
 
     The risk is Fletcher's energy with every residual clipped to norm ``tau`` (a Huber-type
@@ -158,14 +158,12 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     with reserved(ledger, target, f"geodesic regression (KNG {release}, {target.describe()})"):
         run = dict(rng=as_generator(rng), precondition=covariate_preconditioner(x), chains=chains,
                    burn_in=burn_in)
+        def gradient(p, v):
+            return regression_gradient(manifold, p, v, x, y, tau)[:2]
+
         if release == "joint":
             mech = KNormGradient(sens["joint"], epsilon)
-
-            def joint_norm(p, v):
-                gp, gv, _ = regression_gradient(manifold, p, v, x, y, tau)
-                return bundle_norm(manifold, p, gp, gv)
-
-            state, info = sample_bundle(BundleDomain(manifold, center, radius, v_max), joint_norm,
+            state, info = sample_bundle(BundleDomain(manifold, center, radius, v_max), gradient,
                                         np.stack([start_p, start_v]), mech.scale, **run)
             p, v = state[0]
             scale, sensitivity, exact = mech.scale, mech.sensitivity, info.exact
@@ -175,22 +173,14 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
             mech_p = KNormGradient(regression_sensitivity(manifold, len(x), tau, x_bound, 0.0)["footpoint"],
                                    eps_p)
             mech_v = KNormGradient(sens["shooting_vector"], epsilon - eps_p)
-
-            def footpoint_norm(p, v):
-                return manifold.norm(p, regression_gradient(manifold, p, v, x, y, tau)[0])
-
             zero = 0.0 * start_p
             state, info_p = sample_bundle(BundleDomain(manifold, center, radius, v_max, "footpoint"),
-                                          footpoint_norm, np.stack([start_p, zero]), mech_p.scale, **run)
+                                          gradient, np.stack([start_p, zero]), mech_p.scale, **run)
             p = state[0, 0]
-
-            def vector_norm(q, v):
-                return manifold.norm(q, regression_gradient(manifold, q, v, x, y, tau)[1])
-
             v0 = _shortened(manifold, p, manifold.to_tangent(p, manifold.transport(start_p, p, start_v)),
                             v_max)
             state, info_v = sample_bundle(BundleDomain(manifold, p, None, v_max, "shooting_vector"),
-                                          vector_norm, np.stack([p, v0]), mech_v.scale, **run)
+                                          gradient, np.stack([p, v0]), mech_v.scale, **run)
             v = state[0, 1]
             scale, sensitivity = mech_v.scale, mech_v.sensitivity
             exact = info_p.exact and info_v.exact

@@ -25,7 +25,9 @@ from .mcmc import run_chains
 
 #: Smallest acceptance rate of the exact uniform-proposal sampler; below it MCMC takes over.
 MIN_UNIFORM_ACCEPTANCE = 1e-3
-PILOT = 4000
+#: Uniform draws of the pilot run that decides between exact rejection and MCMC (either is
+#: valid; at the 1e-3 threshold it expects one acceptance).
+PILOT = 1000
 #: Split R-hat above which the chains are reported as not mixed.
 R_HAT_LIMIT = 1.1
 
@@ -117,25 +119,142 @@ class BundleDomain:
         return np.stack([p, m.from_coords(p, c)], axis=1)
 
 
-def sample_bundle(domain: BundleDomain, grad_norm: Callable[[Array, Array], Array], start: Array,
-                  scale: float, rng: np.random.Generator, precondition: Array | None = None,
-                  chains: int = 8, burn_in: int = 2000, trace_length: int = 500, size: int = 1,
+Gradient = Callable[[Array, Array], tuple[Array, Array]]
+
+
+class _Chart:
+    """Normal coordinates of the tangent bundle around (p0, v0): delta = (a, b) in R^dim x R^dim
+    maps to p = Exp_p0(a), v = Gamma_{p0 -> p}(v0 + b) (coordinates in an orthonormal basis of
+    T_p0); only the moving parts of the domain have coordinates. Its Liouville volume density is
+    J_p0(a), since transport is an isometry."""
+
+    def __init__(self, domain: BundleDomain, start: Array):
+        self.m, self.domain = domain.manifold, domain
+        self.p0, self.v0 = np.asarray(start[0], dtype=float), np.asarray(start[1], dtype=float)
+        self.parts = {"both": (0, 1), "footpoint": (0,), "shooting_vector": (1,)}[domain.moves]
+        self.size = self.m.dim * len(self.parts)
+
+    def _split(self, delta: Array) -> tuple[Array, Array]:
+        k, d = len(delta), self.m.dim
+        a, b = np.zeros((k, d)), np.zeros((k, d))
+        for i, part in enumerate(self.parts):
+            (a if part == 0 else b)[:] = delta[:, i * d:(i + 1) * d]
+        return a, b
+
+    def to_state(self, delta: Array) -> Array:
+        m = self.m
+        a, b = self._split(delta)
+        p = m.exp(self.p0, m.from_coords(self.p0, a))
+        v = m.to_tangent(p, m.transport(self.p0, p, self.v0 + m.from_coords(self.p0, b)))
+        return np.stack([p, v], axis=1)
+
+    def from_state(self, state: Array) -> tuple[Array, Array]:
+        """Coordinates of each state, and the log volume density there (-inf outside the chart,
+        |a| >= inj/2, where the independence proposal puts no mass)."""
+        m = self.m
+        p, v = state[:, 0], state[:, 1]
+        log_p = m.log(self.p0, p)
+        a = m.to_coords(self.p0, log_p)
+        b = m.to_coords(self.p0, m.transport(p, self.p0, v)) - m.to_coords(self.p0, self.v0)
+        with np.errstate(divide="ignore"):
+            log_j = np.log(m.volume_density(self.p0, log_p))
+        log_j = np.where(np.linalg.norm(a, axis=1) < 0.5 * m.injectivity_radius, log_j, np.inf)
+        return np.concatenate([(a, b)[part] for part in self.parts], axis=1), log_j
+
+    def gradient(self, gradient: Gradient, delta: Array) -> Array:
+        """The moving parts of the gradient at the states of ``delta``, transported back to p0, in
+        coordinates."""
+        m = self.m
+        state = self.to_state(delta)
+        g = gradient(state[:, 0], state[:, 1])
+        back = [m.to_coords(self.p0, m.transport(state[:, 0], self.p0, g[part])) for part in self.parts]
+        return np.concatenate(back, axis=1)
+
+
+def _linearised(chart: _Chart, gradient: Gradient) -> tuple[Array, Array, Array]:
+    """G(delta) ~ G0 + A delta in the chart: G0, the symmetrised central-difference Jacobian A's
+    eigenvalues and eigenvectors."""
+    d = chart.size
+    h = 1e-6 * max(1.0, float(np.linalg.norm(chart.v0)))
+    eye = np.eye(d)
+    cols = (chart.gradient(gradient, h * eye) - chart.gradient(gradient, -h * eye)) / (2 * h)
+    lam, vecs = np.linalg.eigh(0.5 * (cols + cols.T))
+    return chart.gradient(gradient, np.zeros((1, d)))[0], lam, vecs
+
+
+def _independence_proposal(domain: BundleDomain, start: Array, gradient: Gradient, scale: float,
+                           newton_steps: int = 3):
+    """The KNG law of the gradient linearised in normal coordinates of the bundle,
+    G(delta) ~ G0 + A delta, with A symmetrised and B = |A| (same eigenvectors, absolute
+    eigenvalues, so |A w| = |B w|): density proportional to exp(-|B (delta - delta*)| / scale),
+    delta* = -A^-1 G0, drawn as B (delta - delta*) = r u, r ~ Gamma(D, scale), u uniform on the
+    unit sphere of R^D. The chart is centred by up to ``newton_steps`` Newton steps from
+    ``start`` towards the zero of G inside the domain (where the linearisation is best). Returns
+    the chart, a function drawing k states with the log of their proposal density w.r.t. the
+    Liouville measure, and that log density at given chart coordinates."""
+    chart = _Chart(domain, start)
+    g0, lam, vecs = _linearised(chart, gradient)
+    for _ in range(newton_steps):
+        size = np.maximum(np.abs(lam), 1e-6 * np.max(np.abs(lam), initial=1e-300))
+        step = -vecs @ ((vecs.T @ g0) / (np.where(lam < 0, -1.0, 1.0) * size))
+        moved = chart.to_state(step[None])
+        if not domain.contains(moved)[0]:
+            break
+        trial = _Chart(domain, moved[0])
+        g1, lam1, vecs1 = _linearised(trial, gradient)
+        if not np.linalg.norm(g1) < np.linalg.norm(g0):
+            break
+        chart, g0, lam, vecs = trial, g1, lam1, vecs1
+    size = np.maximum(np.abs(lam), 1e-6 * np.max(np.abs(lam), initial=1e-300))
+    b, b_inv = (vecs * size) @ vecs.T, (vecs / size) @ vecs.T
+    centre = -vecs @ ((vecs.T @ g0) / (np.where(lam < 0, -1.0, 1.0) * size))
+
+    def log_density(delta: Array, log_j: Array) -> Array:
+        return -np.linalg.norm((delta - centre) @ b, axis=1) / scale - log_j
+
+    def draw(k: int, rng: np.random.Generator) -> tuple[Array, Array]:
+        u = rng.standard_normal((k, chart.size))
+        u *= (rng.gamma(chart.size, scale, k) / np.linalg.norm(u, axis=1))[:, None]
+        delta = centre + u @ b_inv
+        state = chart.to_state(delta)
+        return state, log_density(delta, chart.from_state(state)[1])
+
+    return chart, draw, log_density
+
+
+def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale: float,
+                  rng: np.random.Generator, precondition: Array | None = None, chains: int = 8,
+                  burn_in: int = 200, trace_length: int = 100, size: int = 1,
                   min_acceptance: float = MIN_UNIFORM_ACCEPTANCE) -> tuple[Array, SamplerInfo]:
     """``size`` KNG draws (p, v) on ``domain``, stacked (size, 2, *point_shape): density
-    exp(-grad_norm(p, v) / scale).
+    exp(-|G(p, v)| / scale) with G the moving parts of ``gradient(p, v) = (grad_p, grad_v)`` (both,
+    in the product norm; or the footpoint's; or the shooting vector's).
 
     Exact rejection from the uniform law on the domain (acceptance exp(-|G|/sigma)) when a pilot
     run accepts at least ``min_acceptance`` of its proposals; otherwise ``chains``
-    Metropolis-Hastings chains
-    on the tangent bundle, started around ``start`` (a point of the domain). Proposal: xi and eta
-    in T_p with coordinates step (C z_1, C z_2)-mixed by the symmetric 2x2 ``precondition`` C,
-    p' = Exp_p(xi), v' = Gamma_{p -> p'}(v + eta). Transport is an isometry and the reverse move
-    is (-Gamma xi, -Gamma eta), so the proposal density w.r.t. vol(dp) dv is symmetric up to the
-    volume change of Exp, J_p(xi) / J_p'(Log_p' p): the Hastings factor. Proposals with
-    |xi| >= inj/2 are rejected (a symmetric rule). The draws are the final states of the first
-    ``size`` chains (at least ``size`` chains are run).
+    Metropolis-Hastings chains started around ``start`` (a point of the domain, normally the
+    non-private fit). Each step, each chain independently picks one of two kernels, each of which
+    leaves the target invariant, so their mixture does too:
+
+    - a random walk: xi and eta in T_p with coordinates step (C z_1, C z_2)-mixed by the symmetric
+      2x2 ``precondition`` C, p' = Exp_p(xi), v' = Gamma_{p -> p'}(v + eta). Transport is an
+      isometry and the reverse move is (-Gamma xi, -Gamma eta), so the proposal density w.r.t.
+      vol(dp) dv is symmetric up to the volume change of Exp, J_p(xi) / J_p'(Log_p' p): the
+      Hastings factor. Proposals with |xi| >= inj/2 are rejected (a symmetric rule). It makes
+      the chain irreducible on the whole domain.
+    - an independence proposal from the KNG law of the gradient linearised at ``start`` in normal
+      coordinates of the bundle (``_independence_proposal``), with the Hastings factor
+      q(x) / q(y) of its density w.r.t. the Liouville measure. Where the linearisation is good
+      it accepts most proposals, so the chains forget their start in a few steps.
+
+    The draws are the final states of the first ``size`` chains (at least ``size`` are run).
     """
     m = domain.manifold
+    parts = {"both": (0, 1), "footpoint": (0,), "shooting_vector": (1,)}[domain.moves]
+
+    def grad_norm(p, v):
+        g = gradient(p, v)
+        return np.sqrt(sum(np.maximum(m.inner(p, g[i], g[i]), 0.0) for i in parts))
 
     def log_target(state):
         out = np.full(len(state), -np.inf)
@@ -158,8 +277,9 @@ def sample_bundle(domain: BundleDomain, grad_norm: Callable[[Array, Array], Arra
     c = c * np.outer(mask, mask)
     c = c / np.max(np.abs(np.linalg.eigvalsh(c)))
     limit = 0.5 * m.injectivity_radius
+    chart, draw_independent, log_q = _independence_proposal(domain, start, gradient, scale)
 
-    def propose(state, step, rng):
+    def walk(state, step, rng):
         k = len(state)
         z = rng.standard_normal((2, k, m.dim)) * step
         p, v = state[:, 0], state[:, 1]
@@ -172,10 +292,21 @@ def sample_bundle(domain: BundleDomain, grad_norm: Callable[[Array, Array], Arra
         short = m.norm(p, xi) < limit
         return np.stack([p2, v2], axis=1), np.where(short, log_h, -np.inf)
 
+    def propose(state, step, rng):
+        y, log_h = walk(state, step, rng)
+        jump = rng.random(len(state)) < 0.5
+        if np.any(jump):
+            fresh, log_q_fresh = draw_independent(int(jump.sum()), rng)
+            log_q_here = log_q(*chart.from_state(state[jump]))
+            y[jump] = fresh
+            with np.errstate(invalid="ignore"):
+                log_h[jump] = np.where(np.isfinite(log_q_fresh), log_q_here - log_q_fresh, -np.inf)
+        return y, log_h
+
     chains = max(chains, size)
     init = np.repeat(np.asarray(start, dtype=float)[None], chains, axis=0)
     step0 = scale * np.sqrt(2.0 * m.dim)
-    spread, _ = propose(init, 3.0 * step0, rng)
+    spread, _ = walk(init, 3.0 * step0, rng)
     inside = domain.contains(spread)
     init[inside] = spread[inside]
     max_step = min(limit, 2.0 * max(domain.v_max, domain.radius or 0.0, 1e-300))
@@ -187,5 +318,6 @@ def sample_bundle(domain: BundleDomain, grad_norm: Callable[[Array, Array], Arra
                       f"law, so the stated guarantee is not backed; raise burn_in",
                       MixingWarning, stacklevel=3)
     return state[:size], SamplerInfo(
-        "Metropolis-Hastings on the tangent bundle (approximate)", False, diag.acceptance_rate, diag,
+        "Metropolis-Hastings on the tangent bundle, random walk mixed with a linearised-KNG "
+        "independence proposal (approximate)", False, diag.acceptance_rate, diag,
         [f"exact uniform proposals would accept {rate:.2e} of draws"])

@@ -18,6 +18,10 @@ class Release:
     ``value`` is a point, or a dict of named parts (a regression's footpoint and shooting
     vector). ``exact_sampler`` is False when the noise came from MCMC: the draw is then only approximately
     from the mechanism's law, and the stated guarantee holds only up to that approximation.
+
+    The guarantee covers ``value`` alone. ``diagnostics`` mixes public settings with statistics
+    computed from the data without protection (records clipped, iterations, sampler acceptance,
+    R-hat): they are for the data curator, not for publication.
     """
 
     value: np.ndarray | dict[str, np.ndarray]
@@ -45,7 +49,9 @@ class Release:
                 "guarantee_parameters": self.guarantee.as_dict(),
                 "sensitivity": self.sensitivity, "scale": self.scale, "mechanism": self.mechanism,
                 "exact_sampler": self.exact_sampler, "equivalent_guarantees": self.equivalent,
-                "diagnostics": self.diagnostics}
+                "diagnostics": self.diagnostics,
+                "diagnostics_note": "not covered by the guarantee: computed from the data for the "
+                                    "curator; publish value and guarantee only"}
 
 
 def reserved(ledger: BudgetLedger | None, guarantee: Guarantee, label: str) -> AbstractContextManager:

@@ -27,6 +27,7 @@ from geodp import private_geodesic_regression  # noqa: E402
 from geodp.experiments.baselines import paper_kng_regression  # noqa: E402
 from geodp.manifolds import SPD, Sphere  # noqa: E402
 from geodp.statistics import geodesic_regression  # noqa: E402
+from geodp.statistics.regression import fitted_points  # noqa: E402
 
 CHAIN = 1000
 MEASURED = 20
@@ -38,8 +39,7 @@ def data(manifold, n, rng):
     base = np.eye(3) if isinstance(manifold, SPD) else np.array([0.0, 0, 1])
     p0 = manifold.random_ball(base, 0.3, None, rng)
     v0 = manifold.from_coords(p0, 0.8 * rng.standard_normal(manifold.dim) / np.sqrt(manifold.dim))
-    w = x.reshape((n,) + (1,) * len(manifold.point_shape)) * v0
-    yhat = manifold.exp(p0, w)
+    yhat = fitted_points(manifold, p0, v0, x)
     return x, manifold.exp(yhat, manifold.from_coords(yhat, 0.05 * rng.standard_normal((n, manifold.dim))))
 
 

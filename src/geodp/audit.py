@@ -161,11 +161,9 @@ def kng_mean_neighbours(manifold: Manifold, center: Array, radius: float,
     and one at distance ``radius`` on either side of it along a geodesic (the replaced record
     moves the risk's gradient by the most the data ball allows). Returns D, D' and the unit
     direction of that geodesic at ``center``."""
-    center = manifold.check_point(center)
-    direction = manifold.from_coords(center, np.eye(manifold.dim)[0])
-    rest = np.broadcast_to(center, (n - 1,) + center.shape)
-    ends = manifold.exp(center, np.stack([radius * direction, -radius * direction]))
-    return (np.concatenate([rest, ends[:1]]), np.concatenate([rest, ends[1:]]), direction)
+    near, far, direction = neighbouring_footpoints(manifold, center, 2.0 * radius)
+    rest = np.broadcast_to(manifold.check_point(center), (n - 1,) + near.shape)
+    return np.concatenate([rest, far[None]]), np.concatenate([rest, near[None]]), direction
 
 
 def kng_mean_sampler(manifold: Manifold, points: Array, center: Array, radius: float,

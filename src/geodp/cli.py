@@ -327,6 +327,7 @@ def cmd_audit(args: argparse.Namespace) -> None:
                         neighbouring_footpoints, projection_statistic)
     from .mechanisms import RiemannianLaplace, WrappedGaussian, WrappedLaplace
     from .mechanisms.kng import KNormGradient
+    from .privacy import laplace_scale
     from .statistics.sensitivity import kng_mean_sensitivity
 
     manifold = _manifold_arg(args.manifold)
@@ -347,7 +348,7 @@ def cmd_audit(args: argparse.Namespace) -> None:
         if args.mechanism in ("laplace", "wrapped-laplace"):
             if args.epsilon is None:
                 raise SystemExit(f"error: auditing the {args.mechanism} mechanism needs --epsilon")
-            claim, scale = {"epsilon": args.epsilon}, args.sensitivity / args.epsilon
+            claim, scale = {"epsilon": args.epsilon}, laplace_scale(args.epsilon, sensitivity)
             mech = (RiemannianLaplace(manifold, scale) if args.mechanism == "laplace"
                     else WrappedLaplace(manifold, scale, center))
         else:
@@ -435,6 +436,9 @@ class HELP(argparse.ArgumentDefaultsHelpFormatter):
 QUIET = argparse.ArgumentParser(add_help=False)
 QUIET.add_argument("--quiet", action="store_true",
                    help="no progress bars on stderr (they are shown only on a terminal)")
+RELEASE = argparse.ArgumentParser(add_help=False, parents=[QUIET])
+RELEASE.add_argument("--ledger", help="budget ledger to charge (see 'geodp budget')")
+RELEASE.add_argument("--seed", type=int, help="seed for reproducible noise (default: OS entropy)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -458,7 +462,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="private releases (see 'geodp release mean --help')",
                        description="Differentially private releases of manifold-valued statistics.")
     rsub = p.add_subparsers(dest="release", required=True)
-    p = rsub.add_parser("mean", formatter_class=HELP, parents=[QUIET],
+    p = rsub.add_parser("mean", formatter_class=HELP, parents=[RELEASE],
                         help="a differentially private Fréchet mean",
                         description="Release the Fréchet mean of the data with a privacy "
                                     "guarantee; prints the release and its guarantee as JSON.")
@@ -488,11 +492,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--clip", action="store_true", help="move points outside the ball onto it")
     p.add_argument("--restrict", action="store_true",
                    help="condition the output on the data ball (Theorem 3; doubles the scale)")
-    p.add_argument("--ledger", help="budget ledger to charge (see 'geodp budget')")
-    p.add_argument("--seed", type=int, help="seed for reproducible noise (default: OS entropy)")
     p.set_defaults(func=cmd_release_mean)
 
-    p = rsub.add_parser("regression", formatter_class=HELP, parents=[QUIET],
+    p = rsub.add_parser("regression", formatter_class=HELP, parents=[RELEASE],
                         help="a differentially private geodesic regression (K-norm gradient)",
                         description="Release the footpoint and shooting vector of a geodesic "
                                     "regression with epsilon-DP (Kulkarni & Soto, in a sound form); "
@@ -512,11 +514,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--footpoint-budget", type=float, default=0.5,
                    help="sequential: share of epsilon for the footpoint")
     p.add_argument("--clip", action="store_true", help="clip covariates into --x-range")
-    p.add_argument("--ledger", help="budget ledger to charge (see 'geodp budget')")
-    p.add_argument("--seed", type=int, help="seed for reproducible noise (default: OS entropy)")
     p.set_defaults(func=cmd_release_regression)
 
-    p = rsub.add_parser("pca", formatter_class=HELP, parents=[QUIET],
+    p = rsub.add_parser("pca", formatter_class=HELP, parents=[RELEASE],
                         help="a differentially private leading eigenvector",
                         description="Release the leading eigenvector of (1/n) sum_i z_i z_i^T by DP "
                                     "Riemannian gradient descent on the sphere (Han et al., "
@@ -530,8 +530,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--clip-data", action="store_true", help="scale rows above the bound back to it")
     p.add_argument("--steps", type=int, default=100, help="gradient steps (default 100)")
     p.add_argument("--lr", type=float, help="step size (default 1 / (2 norm_bound^2))")
-    p.add_argument("--ledger", help="budget ledger to charge (see 'geodp budget')")
-    p.add_argument("--seed", type=int, help="seed for reproducible noise (default: OS entropy)")
     p.set_defaults(func=cmd_release_pca)
 
     p = sub.add_parser("reproduce", formatter_class=HELP, help="regenerate a paper's figures (PNG + CSV)",

@@ -32,7 +32,7 @@ from ..manifolds import SPD, Manifold, Sphere
 from ..mechanisms.kng import BundleDomain, KNormGradient, MixingWarning, sample_bundle
 from ..progress import tracked
 from ..statistics import ConvergenceWarning, geodesic_regression
-from ..statistics.regression import regression_gradient
+from ..statistics.regression import fitted_points, regression_gradient
 from ..statistics.sensitivity import regression_sensitivity
 from ._output import pyplot, save_figure, write_csv
 
@@ -49,20 +49,20 @@ def synthetic(manifold: Manifold, n: int, rng: np.random.Generator) -> tuple[np.
     p0 = manifold.random_ball(base, 0.5, None, rng)
     v0 = manifold.from_coords(p0, rng.standard_normal(manifold.dim))
     x = rng.uniform(0.0, 1.0, n)
-    clean = manifold.exp(p0, x.reshape((n,) + (1,) * len(manifold.point_shape)) * v0)
+    clean = fitted_points(manifold, p0, v0, x)
     return x, manifold.exp(clean, manifold.from_coords(clean, NOISE * rng.standard_normal((n, manifold.dim))))
 
 
 def mse(manifold: Manifold, p: np.ndarray, v: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """(1/n) sum_i rho(Exp_p(x_i v), y_i)^2 for stacked pairs (p, v)."""
-    return 2.0 * regression_gradient(manifold, p, v, x, y)[2]
+    return np.mean(manifold.dist(fitted_points(manifold, p, v, x), y) ** 2, axis=-1)
 
 
 def paper_pairs(manifold: Manifold, x: np.ndarray, y: np.ndarray, fit, eps_p: float, eps_v: float,
                 k: int, rng: np.random.Generator) -> np.ndarray:
     """MSEs of the paper's k x k private pairs (footpoints, then shooting vectors on each)."""
-    n, nd = len(x), len(manifold.point_shape)
-    yhat = manifold.exp(fit.footpoint, x.reshape((n,) + (1,) * nd) * fit.shooting_vector)
+    n = len(x)
+    yhat = fitted_points(manifold, fit.footpoint, fit.shooting_vector, x)
     tau = float(manifold.dist(yhat, y).max())  # the paper's choice: read from the data
     v_norm = float(manifold.norm(fit.footpoint, fit.shooting_vector))
     sens = regression_sensitivity(manifold, n, tau, float(np.max(np.abs(x))), v_norm)
@@ -124,10 +124,8 @@ def sensitivity_ratios(name: str, manifold: Manifold, n: int, pairs: int,
             warnings.simplefilter("ignore", ConvergenceWarning)
             fit = geodesic_regression(manifold, x, y, max_iter=100)
         p, v = fit.footpoint, fit.shooting_vector
-        nd = len(manifold.point_shape)
         both = np.concatenate([x, x2[-1:]]), np.concatenate([y, y2[-1:]])
-        yhat = manifold.exp(p, both[0].reshape((-1,) + (1,) * nd) * v)
-        tau = float(manifold.dist(yhat, both[1]).max())
+        tau = float(manifold.dist(fitted_points(manifold, p, v, both[0]), both[1]).max())
         bound = regression_sensitivity(manifold, n, tau, 1.0, float(manifold.norm(p, v)))
         g1 = regression_gradient(manifold, p, v, x, y)
         g2 = regression_gradient(manifold, p, v, x2, y2)

@@ -86,13 +86,16 @@ def sample_convex(manifold: Manifold, grad_norm: Callable[[Array], Array], minim
 class BundleDomain:
     """The public domain {(p, v): p in B_radius(center), |v|_p <= v_max} of the tangent bundle
     (radius None: the whole of a sphere or Kendall's shape space). States are stacked (k, 2, *point_shape):
-    footpoint, shooting vector. ``moves`` says which part varies: "both", "footpoint" (v = 0) or
-    "shooting_vector" (p fixed at the center, which is then the released footpoint)."""
+    footpoint, shooting vector. ``moves`` says which part varies: "both", "footpoint" (v carried
+    along by transport from the chains' start; 0 in the uniform law) or "shooting_vector" (p fixed
+    at the center, which is then the released footpoint)."""
 
     def __init__(self, manifold: Manifold, center: Array, radius: float | None, v_max: float,
                  moves: str = "both"):
         self.manifold, self.center, self.radius = manifold, center, radius
         self.v_max, self.moves = v_max, moves
+        #: indices of the moving parts of a state: 0 the footpoint, 1 the shooting vector
+        self.parts = {"both": (0, 1), "footpoint": (0,), "shooting_vector": (1,)}[moves]
 
     def contains(self, state: Array) -> Array:
         m = self.manifold
@@ -131,7 +134,7 @@ class _Chart:
     def __init__(self, domain: BundleDomain, start: Array):
         self.m, self.domain = domain.manifold, domain
         self.p0, self.v0 = np.asarray(start[0], dtype=float), np.asarray(start[1], dtype=float)
-        self.parts = {"both": (0, 1), "footpoint": (0,), "shooting_vector": (1,)}[domain.moves]
+        self.parts = domain.parts
         self.size = self.m.dim * len(self.parts)
 
     def _split(self, delta: Array) -> tuple[Array, Array]:
@@ -149,8 +152,8 @@ class _Chart:
         return np.stack([p, v], axis=1)
 
     def from_state(self, state: Array) -> tuple[Array, Array]:
-        """Coordinates of each state, and the log volume density there (-inf outside the chart,
-        |a| >= inj/2, where the independence proposal puts no mass)."""
+        """Coordinates of each state, and the log volume density there (+inf outside the chart,
+        |a| >= inj/2, so that the independence proposal's log density there is -inf)."""
         m = self.m
         p, v = state[:, 0], state[:, 1]
         log_p = m.log(self.p0, p)
@@ -182,6 +185,12 @@ def _linearised(chart: _Chart, gradient: Gradient) -> tuple[Array, Array, Array]
     return chart.gradient(gradient, np.zeros((1, d)))[0], lam, vecs
 
 
+def _newton_step(g0: Array, lam: Array, vecs: Array) -> tuple[Array, Array]:
+    """|eigenvalues| of A, floored at 1e-6 of the largest, and delta* = -A^-1 G0 with them."""
+    size = np.maximum(np.abs(lam), 1e-6 * np.max(np.abs(lam), initial=1e-300))
+    return size, -vecs @ ((vecs.T @ g0) / (np.where(lam < 0, -1.0, 1.0) * size))
+
+
 def _independence_proposal(domain: BundleDomain, start: Array, gradient: Gradient, scale: float,
                            newton_steps: int = 3):
     """The KNG law of the gradient linearised in normal coordinates of the bundle,
@@ -195,9 +204,7 @@ def _independence_proposal(domain: BundleDomain, start: Array, gradient: Gradien
     chart = _Chart(domain, start)
     g0, lam, vecs = _linearised(chart, gradient)
     for _ in range(newton_steps):
-        size = np.maximum(np.abs(lam), 1e-6 * np.max(np.abs(lam), initial=1e-300))
-        step = -vecs @ ((vecs.T @ g0) / (np.where(lam < 0, -1.0, 1.0) * size))
-        moved = chart.to_state(step[None])
+        moved = chart.to_state(_newton_step(g0, lam, vecs)[1][None])
         if not domain.contains(moved)[0]:
             break
         trial = _Chart(domain, moved[0])
@@ -205,9 +212,8 @@ def _independence_proposal(domain: BundleDomain, start: Array, gradient: Gradien
         if not np.linalg.norm(g1) < np.linalg.norm(g0):
             break
         chart, g0, lam, vecs = trial, g1, lam1, vecs1
-    size = np.maximum(np.abs(lam), 1e-6 * np.max(np.abs(lam), initial=1e-300))
+    size, centre = _newton_step(g0, lam, vecs)
     b, b_inv = (vecs * size) @ vecs.T, (vecs / size) @ vecs.T
-    centre = -vecs @ ((vecs.T @ g0) / (np.where(lam < 0, -1.0, 1.0) * size))
 
     def log_density(delta: Array, log_j: Array) -> Array:
         return -np.linalg.norm((delta - centre) @ b, axis=1) / scale - log_j
@@ -250,11 +256,10 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
     The draws are the final states of the first ``size`` chains (at least ``size`` are run).
     """
     m = domain.manifold
-    parts = {"both": (0, 1), "footpoint": (0,), "shooting_vector": (1,)}[domain.moves]
 
     def grad_norm(p, v):
         g = gradient(p, v)
-        return np.sqrt(sum(np.maximum(m.inner(p, g[i], g[i]), 0.0) for i in parts))
+        return np.sqrt(sum(np.maximum(m.inner(p, g[i], g[i]), 0.0) for i in domain.parts))
 
     def log_target(state):
         out = np.full(len(state), -np.inf)
@@ -273,7 +278,7 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
         return draw, SamplerInfo("exact rejection from the uniform law on the domain", True, rate)
 
     c = np.eye(2) if precondition is None else np.asarray(precondition, dtype=float)
-    mask = {"both": (1.0, 1.0), "footpoint": (1.0, 0.0), "shooting_vector": (0.0, 1.0)}[domain.moves]
+    mask = [float(i in domain.parts) for i in (0, 1)]
     c = c * np.outer(mask, mask)
     c = c / np.max(np.abs(np.linalg.eigvalsh(c)))
     limit = 0.5 * m.injectivity_radius

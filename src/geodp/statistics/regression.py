@@ -40,6 +40,14 @@ def check_covariates(x: Array, n: int | None = None) -> Array:
     return x
 
 
+def fitted_points(manifold: Manifold, p: Array, v: Array, x: Array) -> Array:
+    """yhat_i = Exp_p(x_i v) for covariates x (n,); p and v may carry leading batch dimensions,
+    and the result then has shape (*batch, n, *point_shape)."""
+    nd = len(manifold.point_shape)
+    xs = np.asarray(x, dtype=float).reshape(np.shape(x) + (1,) * nd)
+    return manifold.exp(np.expand_dims(p, -nd - 1), xs * np.expand_dims(v, -nd - 1))
+
+
 def regression_gradient(manifold: Manifold, p: Array, v: Array, x: Array, y: Array,
                         tau: float | None = None) -> tuple[Array, Array, Array]:
     """(grad_p E, grad_v E, E) of E(p, v) = 1/(2n) sum_i rho(Exp_p(x_i v), y_i)^2.
@@ -162,6 +170,6 @@ def geodesic_regression(manifold: Manifold, x: Array, y: Array, init: tuple[Arra
         warnings.simplefilter("ignore")
         ybar = frechet_mean(manifold, y, on_spread="ignore").mean
     total = float(np.mean(manifold.dist(ybar, y) ** 2))
-    fitted = manifold.exp(p, x.reshape(x.shape + (1,) * v.ndim) * v)
-    r2 = 1.0 - float(np.mean(manifold.dist(fitted, y) ** 2)) / total if total > 0 else 1.0
+    r2 = 1.0 - float(np.mean(manifold.dist(fitted_points(manifold, p, v, x), y) ** 2)) / total \
+        if total > 0 else 1.0
     return GeodesicRegressionResult(p, v, float(energy), r2, it, converged, gnorm)

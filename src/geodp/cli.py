@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -42,14 +44,28 @@ def emit(payload: dict) -> None:
     print(json.dumps(_finite_or_null(payload), indent=2, default=_to_json, allow_nan=False))
 
 
-def read_points(source: str, manifold: Manifold | None) -> tuple[np.ndarray, Manifold]:
-    """Points from a built-in data set name, or from a .npy / .csv file with a manifold given.
+def read_points(source: str, manifold: Manifold | None, chunked: bool = False
+                ) -> tuple[np.ndarray, Manifold]:
+    """Points from a built-in data set name, or from a .npy / .csv file with a manifold given;
+    ``chunked``: a lazy dask array from a .npy file, a directory of them or a Zarr array
+    (``geodp.datasets.open_chunked``).
 
     One record is one point, never reshaped across rows: a CSV file has one point per row, its
     ``prod(point_shape)`` values in row-major order; a .npy array has shape (n, *point_shape).
     Anything else is refused with the shapes found and expected (a record split over two
     "points" would void the stated guarantee).
     """
+    if chunked:
+        if source in datasets.names() or Path(source).suffix == ".csv":
+            raise SystemExit("error: --scheduler and --workers read chunked inputs: a .npy file, a "
+                             "directory of .npy files or a Zarr array")
+        if manifold is None:
+            raise SystemExit("error: --manifold is required when reading points from a file")
+        points = datasets.open_chunked(source)
+        if points.ndim != len(manifold.point_shape) + 1 or points.shape[1:] != manifold.point_shape:
+            raise SystemExit(f"error: {source!r} holds records of shape {points.shape[1:]}; "
+                             f"{manifold!r} needs {manifold.point_shape}: one point per record")
+        return points, manifold
     if source in datasets.names():
         ds = datasets.load(source)
         if manifold is not None and repr(manifold) != repr(ds.manifold):
@@ -101,17 +117,55 @@ def _manifold_arg(spec: str | None) -> Manifold | None:
         raise SystemExit(str(exc)) from exc
 
 
+def _distributed(args: argparse.Namespace) -> bool:
+    if args.scheduler is not None and args.workers is not None:
+        raise SystemExit("error: give --scheduler (a running cluster) or --workers (a local one), "
+                         "not both")
+    if args.workers is not None and args.workers < 1:
+        raise SystemExit(f"error: --workers must be a positive integer, got {args.workers}")
+    return args.scheduler is not None or args.workers is not None
+
+
+@contextmanager
+def dask_cluster(args: argparse.Namespace) -> Iterator[None]:
+    """A dask.distributed client for the call: connected to ``--scheduler``, or to a LocalCluster
+    of ``--workers`` processes (one thread each) started and stopped with the call."""
+    if not _distributed(args):
+        yield
+        return
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise SystemExit("error: --scheduler and --workers need dask.distributed: "
+                         "pip install 'geodp[dask]'") from None
+    if args.scheduler is not None:
+        try:
+            client = Client(args.scheduler, timeout="10s")
+        except (OSError, TimeoutError) as exc:
+            raise SystemExit(f"error: cannot reach the Dask scheduler at --scheduler "
+                             f"{args.scheduler!r}: {exc}") from None
+        with client:
+            yield
+        return
+    import logging
+
+    with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                      dashboard_address=None, silence_logs=logging.CRITICAL) as cluster, \
+            Client(cluster):
+        yield
+
+
 def cmd_mean(args: argparse.Namespace) -> None:
     from .statistics import frechet_mean
 
-    points, manifold = read_points(args.data, _manifold_arg(args.manifold))
-    with warnings.catch_warnings(record=True) as caught:
+    points, manifold = read_points(args.data, _manifold_arg(args.manifold), _distributed(args))
+    with warnings.catch_warnings(record=True) as caught, dask_cluster(args):
         warnings.simplefilter("always")
         res = frechet_mean(manifold, points, tol=args.tol, max_iter=args.max_iter)
     for w in caught:
         print(f"warning: {w.message}", file=sys.stderr)
     emit({"warnings": [str(w.message) for w in caught], "manifold": repr(manifold),
-          "n": len(points), "value": res.mean, "iterations": res.iterations,
+          "n": int(points.shape[0]), "value": res.mean, "iterations": res.iterations,
           "converged": res.converged,
           "grad_norm": float(res.grad_norm),
           "max_radius": None if res.max_radius is None else float(res.max_radius)})
@@ -187,7 +241,7 @@ def open_ledger(path: str | None):
 def cmd_release_mean(args: argparse.Namespace) -> None:
     from .learn import private_frechet_mean
 
-    points, manifold = read_points(args.data, _manifold_arg(args.manifold))
+    points, manifold = read_points(args.data, _manifold_arg(args.manifold), _distributed(args))
     center, radius, origin = public_ball(args, manifold)
     ledger = open_ledger(args.ledger)
     footpoint = args.footpoint
@@ -196,12 +250,14 @@ def cmd_release_mean(args: argparse.Namespace) -> None:
     if (args.rdp_alpha is None) != (args.rdp_epsilon is None):
         raise SystemExit("--rdp-alpha and --rdp-epsilon go together")
     rdp = None if args.rdp_alpha is None else (args.rdp_alpha, args.rdp_epsilon)
-    rel = private_frechet_mean(manifold, points, args.epsilon, center, radius,
-                               mechanism=args.mechanism, clip=args.clip, ledger=ledger,
-                               rng=args.seed, restrict=args.restrict, delta=args.delta, mu=args.mu,
-                               rdp=rdp, footpoint=footpoint,
-                               tangent_sensitivity=args.tangent_sensitivity,
-                               footpoint_budget=args.footpoint_budget, steps=args.steps, lr=args.lr)
+    with dask_cluster(args):
+        rel = private_frechet_mean(manifold, points, args.epsilon, center, radius,
+                                   mechanism=args.mechanism, clip=args.clip, ledger=ledger,
+                                   rng=args.seed, restrict=args.restrict, delta=args.delta,
+                                   mu=args.mu, rdp=rdp, footpoint=footpoint,
+                                   tangent_sensitivity=args.tangent_sensitivity,
+                                   footpoint_budget=args.footpoint_budget, steps=args.steps,
+                                   lr=args.lr)
     emit({"manifold": repr(manifold), "data": args.data, "radius": radius,
           "ball": origin, **rel.as_dict()})
 
@@ -436,6 +492,12 @@ class HELP(argparse.ArgumentDefaultsHelpFormatter):
 QUIET = argparse.ArgumentParser(add_help=False)
 QUIET.add_argument("--quiet", action="store_true",
                    help="no progress bars on stderr (they are shown only on a terminal)")
+DASK = argparse.ArgumentParser(add_help=False)
+DASK.add_argument("--scheduler", metavar="ADDRESS",
+                  help="run on a running dask.distributed scheduler (e.g. tcp://host:8786); the "
+                       "data are read chunked, by the workers")
+DASK.add_argument("--workers", type=int, metavar="N",
+                  help="run on a local Dask cluster of N worker processes started for the call")
 RELEASE = argparse.ArgumentParser(add_help=False, parents=[QUIET])
 RELEASE.add_argument("--ledger", help="budget ledger to charge (see 'geodp budget')")
 RELEASE.add_argument("--seed", type=int, help="seed for reproducible noise (default: OS entropy)")
@@ -449,7 +511,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"geodp {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("mean", formatter_class=HELP,
+    p = sub.add_parser("mean", formatter_class=HELP, parents=[QUIET, DASK],
                        help="Fréchet mean of manifold-valued data (not private)",
                        description="Compute the Fréchet mean by Riemannian gradient descent.")
     p.add_argument("data", help="a .npy/.csv file or a built-in data set name (see 'geodp datasets')")
@@ -462,17 +524,18 @@ def build_parser() -> argparse.ArgumentParser:
                        help="private releases (see 'geodp release mean --help')",
                        description="Differentially private releases of manifold-valued statistics.")
     rsub = p.add_subparsers(dest="release", required=True)
-    p = rsub.add_parser("mean", formatter_class=HELP, parents=[RELEASE],
+    p = rsub.add_parser("mean", formatter_class=HELP, parents=[RELEASE, DASK],
                         help="a differentially private Fréchet mean",
                         description="Release the Fréchet mean of the data with a privacy "
                                     "guarantee; prints the release and its guarantee as JSON.")
     p.add_argument("data", help="a .npy/.csv file or a built-in data set name")
     p.add_argument("--manifold", help=SPEC_HELP)
     p.add_argument("--mechanism", default="laplace",
-                   choices=["laplace", "wrapped-laplace", "wrapped-gaussian", "dp-rgd"],
+                   choices=["laplace", "wrapped-laplace", "wrapped-gaussian", "dp-rgd", "kng"],
                    help="Riemannian Laplace (Reimherr et al. 2021; any manifold), the "
-                        "exponential-wrapped Laplace / Gaussian (Hadamard manifolds) or DP "
-                        "Riemannian gradient descent (Han et al.; any manifold)")
+                        "exponential-wrapped Laplace / Gaussian (Hadamard manifolds), DP "
+                        "Riemannian gradient descent (Han et al.; any manifold) or the K-norm "
+                        "gradient mechanism (Soto et al.; any manifold)")
     p.add_argument("--epsilon", type=float, help="epsilon of epsilon-DP or (epsilon, delta)-DP")
     p.add_argument("--delta", type=float,
                    help="delta of (epsilon, delta)-DP (wrapped-gaussian, dp-rgd)")

@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -137,3 +138,78 @@ def load(name: str) -> Dataset:
     manifold = make_manifold(meta)
     manifold.check_point(points)
     return Dataset(name, points, manifold, labels, description, source, meta)
+
+
+CHUNK_BYTES = 64 * 2**20
+"""Target size of one chunk read from a .npy file (64 MiB): large enough to keep the scheduler's
+per-task overhead small, small enough for many chunks per worker in memory."""
+
+
+def _npy_rows(path: str, lo: int, hi: int) -> np.ndarray:
+    """Rows lo..hi-1 of a .npy file, read through a memory map (only those rows are read)."""
+    return np.array(np.load(path, mmap_mode="r", allow_pickle=False)[lo:hi], dtype=float)
+
+
+def _open_npy(path: Path) -> Any:
+    """A .npy file as a lazy dask array in chunks of about CHUNK_BYTES rows; only the header is
+    read here, each worker reads its own rows (the path must be visible to the workers)."""
+    import dask
+    import dask.array as da
+
+    try:
+        header = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read {str(path)!r} as a .npy array: {exc}") from None
+    shape, dtype = header.shape, header.dtype
+    if len(shape) < 1 or dtype.kind not in "fiu":
+        raise ValueError(f"{str(path)!r}: need a numeric array with records along its first axis, "
+                         f"got shape {shape}, dtype {dtype}")
+    row_bytes = 8 * max(1, int(np.prod(shape[1:], dtype=int)))
+    rows = max(1, CHUNK_BYTES // row_bytes)
+    parts = [da.from_delayed(dask.delayed(_npy_rows, pure=True)(str(path), lo, min(lo + rows, shape[0])),
+                             shape=(min(lo + rows, shape[0]) - lo,) + tuple(shape[1:]), dtype=float)
+             for lo in range(0, shape[0], rows)]
+    if not parts:
+        raise ValueError(f"{str(path)!r} holds no records")
+    return da.concatenate(parts, axis=0)
+
+
+def open_chunked(path: str | Path) -> Any:
+    """Records stored on disk as a lazy ``dask.array.Array`` chunked along the first axis, for
+    ``frechet_mean`` and ``private_frechet_mean`` on data larger than memory.
+
+    ``path`` is a Zarr array (a directory ending in ``.zarr``, or holding ``.zarray`` or
+    ``zarr.json``; its own chunks), a directory of ``.npy`` files (taken in name order, one
+    array (n_i, *point_shape) each, concatenated) or a single ``.npy`` file. Nothing is read but
+    headers until a computation runs; the workers then read their chunks themselves, so on a
+    cluster the path must be visible to every worker. Needs ``pip install 'geodp[dask]'``.
+    """
+    try:
+        import dask.array as da
+    except ImportError:
+        raise ImportError("chunked inputs need Dask: pip install 'geodp[dask]'") from None
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{str(path)!r} does not exist")
+    zarr_like = path.is_dir() and (path.suffix == ".zarr" or (path / ".zarray").exists()
+                                   or (path / "zarr.json").exists())
+    if zarr_like:
+        try:
+            array = da.from_zarr(str(path))
+        except ImportError:
+            raise ImportError("reading Zarr needs zarr: pip install 'geodp[dask]'") from None
+        return array.astype(float).rechunk({axis: -1 for axis in range(1, array.ndim)})
+    if path.is_file():
+        if path.suffix != ".npy":
+            raise ValueError(f"{str(path)!r}: chunked inputs are .npy files, directories of them, "
+                             f"or Zarr arrays")
+        return _open_npy(path)
+    files = sorted(path.glob("*.npy"))
+    if not files:
+        raise ValueError(f"{str(path)!r} holds no .npy files and is not a Zarr array")
+    arrays = [_open_npy(f) for f in files]
+    shapes = {a.shape[1:] for a in arrays}
+    if len(shapes) > 1:
+        raise ValueError(f"the .npy files in {str(path)!r} hold records of different shapes "
+                         f"{sorted(shapes)}: every file must be (n_i, *point_shape)")
+    return da.concatenate(arrays, axis=0)

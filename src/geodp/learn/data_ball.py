@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 
+from ..chunked import ChunkedSample
 from ..manifolds import Manifold
 from ..manifolds.base import Array
 
@@ -44,30 +45,46 @@ def into_ball(manifold: Manifold, points: Array, center: Array, radius: float,
     return moved, outside
 
 
-def enforce_ball(manifold: Manifold, points: Array, center: Array, radius: float,
-                 clip: bool) -> tuple[Array, int]:
+def enforce_ball(manifold: Manifold, points: Array | ChunkedSample, center: Array, radius: float,
+                 clip: bool) -> tuple[Array | ChunkedSample, int]:
     """Points inside B_radius(center), and how many were clipped.
 
     Without ``clip`` a point outside raises ``ValueError`` naming how many and how far. With
     ``clip`` each such point moves along its geodesic from the center to the boundary,
     Exp_c(radius Log_c(x)/|Log_c(x)|): a fixed map applied to each record, so the sensitivity
     bound (and the guarantee) holds for the clipped data.
+
+    ``points`` may be a ``ChunkedSample``: one distributed pass then checks every chunk on the
+    manifold (naming a bad chunk) and counts the records outside the ball, and the clipping is
+    applied lazily, chunk by chunk; the records never reach the client.
     """
     check_representable(manifold, center, radius)
-    d = manifold.dist(center, points)
-    outside = d > radius
-    if not outside.any():
+    n = points.n if isinstance(points, ChunkedSample) else len(points)
+    if isinstance(points, ChunkedSample):
+        def outside_and_farthest(x: Array, w: Array) -> Array:
+            d = manifold.dist(center, manifold.check_point(x))
+            return np.array([np.sum(d > radius), np.max(d)])
+
+        count, farthest = points.reduce(
+            outside_and_farthest, lambda a, b: np.array([a[0] + b[0], max(a[1], b[1])]))
+        count = int(count)
+    else:
+        d = manifold.dist(center, points)
+        outside = d > radius
+        count, farthest = int(outside.sum()), float(d.max())
+    if count == 0:
         return points, 0
     if not clip:
         raise ValueError(
-            f"{int(outside.sum())} of {len(points)} points lie outside the ball of radius "
-            f"{radius:g} around the center (farthest at distance {float(d.max()):.6g}); the "
-            f"sensitivity bound does not hold for them. Pass clip=True to move them onto the "
-            f"boundary, or choose a larger public radius")
-    clipped, _ = into_ball(manifold, points, center, radius, outside)
-    count = int(outside.sum())
-    if count > CLIP_WARNING * len(points):
-        warnings.warn(f"clipping moved {count} of {len(points)} records ({count / len(points):.0%}) "
-                      f"onto the boundary of the public ball: the release describes the clipped "
-                      f"data, and a radius this small distorts it", ClippingWarning, stacklevel=3)
+            f"{count} of {n} points lie outside the ball of radius {radius:g} around the center "
+            f"(farthest at distance {farthest:.6g}); the sensitivity bound does not hold for them. "
+            f"Pass clip=True to move them onto the boundary, or choose a larger public radius")
+    if isinstance(points, ChunkedSample):
+        clipped = points.map_points(lambda x: into_ball(manifold, x, center, radius)[0])
+    else:
+        clipped, _ = into_ball(manifold, points, center, radius, outside)
+    if count > CLIP_WARNING * n:
+        warnings.warn(f"clipping moved {count} of {n} records ({count / n:.0%}) onto the boundary "
+                      f"of the public ball: the release describes the clipped data, and a radius "
+                      f"this small distorts it", ClippingWarning, stacklevel=3)
     return clipped, count

@@ -34,6 +34,7 @@ from ..mechanisms.tangent_gaussian import TangentGaussian
 from ..privacy import BudgetLedger, SubsampledGaussian, gdp_mu, noise_multiplier_for
 from ..privacy.conversions import check_count, check_delta, check_positive
 from ..progress import bar
+from ..chunked import ChunkedSample, is_chunked
 from .data_ball import check_representable, into_ball
 from .release import Release, reserved
 
@@ -67,6 +68,34 @@ def clipped_sum(manifold: Manifold, w: Array, g: Array, bound: float,
         return g.sum(axis=0), 0
     scale = np.where(over, bound / np.where(over, norms, 1.0), 1.0)
     return (g * scale.reshape(scale.shape + (1,) * len(manifold.point_shape))).sum(axis=0), int(over.sum())
+
+
+def _chunked_batch_sum(data: ChunkedSample, w: Array, step_gradients: Callable, rate: float,
+                       replace_one: bool, batch_size: int | None, rng: np.random.Generator
+                       ) -> tuple[Array, int]:
+    """One step's clipped gradient sum over a chunked sample, as one distributed reduction.
+
+    The batch is drawn from the client's generator alone: without replacement, the client draws
+    the batch_size indices; with Poisson sampling, it draws one 63-bit entropy per step and chunk
+    i selects its records by Bernoulli(rate) draws from SeedSequence(entropy, spawn_key=(i,)),
+    so the selection is a function of the seed and the chunking, not of the workers' schedule.
+    """
+    if rate == 1.0:
+        return data.total(lambda xs, ws: step_gradients(w, xs))
+    if replace_one:
+        chosen = np.sort(rng.choice(data.n, size=int(batch_size), replace=False))
+
+        def kernel(xs, ws, index, first):
+            lo, hi = np.searchsorted(chosen, [first, first + len(xs)])
+            return step_gradients(w, xs[chosen[lo:hi] - first])
+    else:
+        entropy = int(rng.integers(2**63))
+
+        def kernel(xs, ws, index, first):
+            picker = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(index,)))
+            return step_gradients(w, xs[picker.random(len(xs)) < rate])
+
+    return data.reduce(kernel, lambda a, b: (a[0] + b[0], a[1] + b[1]), with_position=True)
 
 
 def paper_sigma(steps: int, delta: float, lipschitz: float, n: int, epsilon: float,
@@ -105,7 +134,10 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
         ``data``), vectorised; Euclidean gradients with ``euclidean_grad=True`` (converted by
         ``manifold.egrad_to_rgrad``).
     data : array (n, ...)
-        The records. n is treated as public.
+        The records. n is treated as public. A ``dask.array.Array`` chunked along the first axis
+        (or a ``geodp.chunked.ChunkedSample``) works too: each step's gradient sum is then one
+        distributed reduction and the batch is drawn chunk-wise (``_chunked_batch_sum``); the
+        ``loss`` then receives the ``ChunkedSample``.
     steps, batch_size, sampling
         T steps; ``batch_size=None`` uses every record each step; otherwise ``"poisson"`` draws
         each record with probability batch_size / n (add/remove neighbours), and
@@ -166,8 +198,11 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
     if domain is not None:
         domain = (manifold.check_point(domain[0]), check_positive("domain radius", domain[1]))
         check_representable(manifold, *domain)
-    data = np.asarray(data)
-    n = len(data)
+    if is_chunked(data):
+        data = ChunkedSample(None, data, validate=False)
+    if not isinstance(data, ChunkedSample):
+        data = np.asarray(data)
+    n = data.n if isinstance(data, ChunkedSample) else len(data)
     if n == 0:
         raise ValueError("data is empty")
     if batch_size is None:
@@ -182,6 +217,19 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
     sigma = z * sensitivity
     guarantee = SubsampledGaussian(z, rate, steps, sampling if rate < 1.0 else "poisson")
     schedule = lr if callable(lr) else (lambda t, lr=check_positive("lr", lr): lr)
+    def step_gradients(w: Array, batch: Array) -> tuple[Array, int]:
+        """The clipped sum of the batch's per-record gradients at w, and how many were clipped."""
+        if not len(batch):
+            return np.zeros(manifold.point_shape), 0
+        g = np.asarray(per_sample_grad(w, batch), dtype=float)
+        expected_shape = (len(batch),) + manifold.point_shape
+        if g.shape != expected_shape:
+            raise ValueError(f"per_sample_grad must return shape {expected_shape} (one "
+                             f"gradient per record), got {g.shape}")
+        if euclidean_grad:
+            g = manifold.egrad_to_rgrad(w, g)
+        return clipped_sum(manifold, w, g, bound, lipschitz is not None)
+
     with reserved(ledger, guarantee, f"{label} ({guarantee.describe()})"), \
             bar(steps, label, progress) as meter:
         rng = as_generator(rng)
@@ -193,23 +241,18 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
         for t in range(steps):
             if trace is not None:
                 trace.append(float(loss(w, data)))
-            if rate == 1.0:
-                batch = data
-            elif replace_one:
-                batch = data[rng.choice(n, size=int(batch_size), replace=False)]
+            if isinstance(data, ChunkedSample):
+                total, clipped = _chunked_batch_sum(data, w, step_gradients, rate, replace_one,
+                                                    batch_size, rng)
             else:
-                batch = data[rng.random(n) < rate]
-            total = np.zeros(manifold.point_shape)
-            if len(batch):
-                g = np.asarray(per_sample_grad(w, batch), dtype=float)
-                expected_shape = (len(batch),) + manifold.point_shape
-                if g.shape != expected_shape:
-                    raise ValueError(f"per_sample_grad must return shape {expected_shape} (one "
-                                     f"gradient per record), got {g.shape}")
-                if euclidean_grad:
-                    g = manifold.egrad_to_rgrad(w, g)
-                total, clipped = clipped_sum(manifold, w, g, bound, lipschitz is not None)
-                clipped_total += clipped
+                if rate == 1.0:
+                    batch = data
+                elif replace_one:
+                    batch = data[rng.choice(n, size=int(batch_size), replace=False)]
+                else:
+                    batch = data[rng.random(n) < rate]
+                total, clipped = step_gradients(w, batch)
+            clipped_total += clipped
             zeta = (total + noise.sample(w, rng=rng)) / expected
             w = manifold.exp(w, -schedule(t) * zeta)
             if domain is not None:
@@ -233,7 +276,7 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
                             "averaged gradient; c is unspecified there, so it carries no guarantee",
     }
     if clip is not None:
-        diagnostics.update(clip=bound, clipped_gradients=clipped_total)
+        diagnostics.update(clip=bound, clipped_gradients=int(clipped_total))
     else:
         diagnostics["assumption"] = (f"every per-record loss is geodesically {bound:.6g}-Lipschitz "
                                      f"(stated by the caller; checked at every step)")

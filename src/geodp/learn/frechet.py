@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ..chunked import ChunkedSample, InMemorySample, as_sample, is_chunked
 from ..manifolds import Manifold
 from ..manifolds.base import Array, as_generator, manifold_first
 from ..mechanisms import NotNormalisableError, RiemannianLaplace, WrappedGaussian, WrappedLaplace
@@ -101,9 +102,14 @@ def _footpoint_mechanism(manifold, n, radius, epsilon_fp) -> tuple[RiemannianLap
 
 
 def _private_footpoint(mech: RiemannianLaplace, m: int, x, center, rng) -> tuple[Array, dict]:
-    """Draw the subsample (indices from ``rng`` alone), take its mean, release it with ``mech``."""
-    idx = rng.choice(len(x), size=m, replace=False)
-    sub_mean = frechet_mean(mech.manifold, x[idx], init=center, tol=1e-12, max_iter=10_000,
+    """Draw the subsample (indices from ``rng`` alone), take its mean, release it with ``mech``.
+    On a chunked sample the subsample is taken chunk by chunk, lazily."""
+    if isinstance(x, ChunkedSample):
+        idx = np.sort(rng.choice(x.n, size=m, replace=False))
+        subsample = ChunkedSample(mech.manifold, x.points[idx], validate=False)
+    else:
+        subsample = x[rng.choice(len(x), size=m, replace=False)]
+    sub_mean = frechet_mean(mech.manifold, subsample, init=center, tol=1e-12, max_iter=10_000,
                             on_spread="ignore").mean
     value = mech.sample(sub_mean, rng=rng)
     return value, {"subsample_size": m, "scale": mech.scale, "sampler": mech.last_info.as_dict()}
@@ -117,7 +123,9 @@ def _dp_rgd_mean(manifold, x, target, center, radius, steps, lr, ledger, rng, cl
         return -manifold.log(np.expand_dims(w, -nd - 1), batch)
 
     def loss(w, data):
-        return 0.5 * float(np.mean(manifold.dist(np.expand_dims(w, -nd - 1), data) ** 2))
+        sample = data if isinstance(data, ChunkedSample) else InMemorySample(manifold, data,
+                                                                             validate=False)
+        return float(sample.total(lambda xs, ws: manifold.mean_log_and_value(w, xs, ws)[1]))
 
     rel = dp_rsgd(manifold, gradients, x, target.epsilon, target.delta, steps, lr=lr, init=center,
                   clip=2.0 * radius, rng=rng, loss=loss, ledger=ledger, label="Fréchet mean (dp-rgd)",
@@ -126,18 +134,19 @@ def _dp_rgd_mean(manifold, x, target, center, radius, steps, lr, ledger, rng, cl
     return rel
 
 
-def kng_mean_draws(manifold: Manifold, points: Array, minimiser: Array, center: Array,
-                   radius: float, scale: float, rng: np.random.Generator, size: int | None = None
-                   ) -> tuple[Array, SamplerInfo, float]:
+def kng_mean_draws(manifold: Manifold, points: Array | ChunkedSample, minimiser: Array,
+                   center: Array, radius: float, scale: float, rng: np.random.Generator,
+                   size: int | None = None) -> tuple[Array, SamplerInfo, float]:
     """Exact draws of the K-norm gradient Fréchet mean of ``points`` at ``scale`` on the data
     ball: density proportional to exp(-|grad F(m)| / scale), F(m) = (1/2n) sum_i rho(m, x_i)^2,
     through the strong convexity h(radius, k) of F (``sample_convex``; ``minimiser`` is the
-    computed Fréchet mean). Returns the draws, the sampler's report and the strong convexity."""
-    weights = np.full(len(points), 1.0 / len(points))
+    computed Fréchet mean). On a chunked sample each batch of proposals costs one distributed
+    pass. Returns the draws, the sampler's report and the strong convexity."""
+    data = as_sample(manifold, points)
     lam = curvature_factor(radius, manifold.curvature_bounds[1])
 
     def grad_norm(m):
-        return manifold.norm(m, manifold.mean_log_and_value(m, points, weights)[0])
+        return manifold.norm(m, data.total(lambda xs, ws: manifold.mean_log_and_value(m, xs, ws)[0]))
 
     draws, info = sample_convex(manifold, grad_norm, minimiser, lam, center, radius, scale, rng, size)
     return draws, info, lam
@@ -145,7 +154,7 @@ def kng_mean_draws(manifold: Manifold, points: Array, minimiser: Array, center: 
 
 def _kng_mean(manifold, x, fit, target, center, radius, ledger, rng, clipped) -> Release:
     """The Fréchet mean by the K-norm gradient mechanism (see ``private_frechet_mean``)."""
-    n = len(x)
+    n = x.n if isinstance(x, ChunkedSample) else len(x)
     mech = KNormGradient(kng_mean_sensitivity(manifold, radius, n), target.epsilon)
     with reserved(ledger, target, f"Fréchet mean (kng, {target.describe()})"):
         value, info, lam = kng_mean_draws(manifold, x, fit.mean, center, radius, mech.scale, rng)
@@ -243,11 +252,15 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
     elif footpoint is not None or tangent_sensitivity is not None:
         raise ValueError("footpoint and tangent_sensitivity apply to the wrapped mechanisms only")
     rng = as_generator(rng)
-    x = manifold.check_point(points)
     center = manifold.check_point(center)
-    if x.ndim != len(manifold.point_shape) + 1:
-        raise ValueError(f"points must have shape (n, {manifold.point_shape}), got {x.shape}")
-    n = len(x)
+    if is_chunked(points):
+        x = ChunkedSample(manifold, points, validate=False)
+        n = x.n
+    else:
+        x = manifold.check_point(points)
+        if x.ndim != len(manifold.point_shape) + 1:
+            raise ValueError(f"points must have shape (n, {manifold.point_shape}), got {x.shape}")
+        n = len(x)
     sensitivity = frechet_mean_sensitivity(manifold, radius, n)
     if tangent_sensitivity is not None and not 0 < tangent_sensitivity <= sensitivity:
         raise ValueError(f"tangent_sensitivity must lie in (0, Delta = {sensitivity:.6g}]: Log_p0 is "

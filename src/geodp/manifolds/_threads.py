@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from functools import lru_cache, wraps
 
 import numpy as np
@@ -142,6 +142,18 @@ def _is_large(count: int, min_batch: int, row_bytes: int = 0) -> bool:
     the threads' bookkeeping."""
     heavy = row_bytes >= HEAVY_ROW_BYTES and count * row_bytes >= MIN_BYTES * min_batch // MIN_BATCH
     return (count >= min_batch or heavy) and not getattr(_state, "inside", False)
+
+
+@contextmanager
+def serial() -> Iterator[None]:
+    """Run batched calls inside the block whole, in the calling thread (as a pool worker does):
+    for callers that already run in parallel, such as the tasks of a Dask scheduler."""
+    inside = getattr(_state, "inside", False)
+    _state.inside = True
+    try:
+        yield
+    finally:
+        _state.inside = inside
 
 
 def split_batch(fn: Callable[..., Array], *arrays: Array, core_ndim: int,

@@ -38,6 +38,9 @@ class SPD(Manifold):
     def __repr__(self) -> str:
         return f"SPD({self.n}, metric={self.metric!r})"
 
+    def __getnewargs__(self) -> tuple[int, str]:
+        """The arguments ``__new__`` needs to unpickle (worker processes receive manifolds)."""
+        return self.n, self.metric
 
     @property
     def injectivity_radius(self) -> float:

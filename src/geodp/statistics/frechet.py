@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..manifolds._threads import split_sample_sum
+from ..chunked import as_sample
 from ..manifolds.base import Array, Manifold, manifold_first
+from ..progress import bar
 
 
 class NonUniqueMeanWarning(UserWarning):
@@ -70,10 +71,13 @@ def frechet_mean(manifold: Manifold, points: Array, weights: Array | None = None
     ``ConvergenceWarning`` is issued when ``max_iter`` runs out first.
 
     ``points`` has shape (..., n, *point_shape); leading dimensions are independent data sets
-    solved together. ``weights`` (..., n) are normalised to sum to one. ``on_spread`` ("warn",
-    "raise" or "ignore") decides what happens when the data are not certified to lie in a ball of
-    radius below ``uniqueness_radius`` around the mean (positive curvature only), i.e. when the
-    mean may not be unique.
+    solved together. ``points`` may also be a ``dask.array.Array`` (n, *point_shape) chunked along
+    the sample axis: each pass is then one distributed reduction over the chunks on the current
+    Dask scheduler (``geodp.chunked``), the update runs on the client, and the iteration starts
+    from the manifold's starting point for the first chunk. ``weights`` (..., n) are normalised to
+    sum to one. ``on_spread`` ("warn", "raise" or "ignore") decides what happens when the data are
+    not certified to lie in a ball of radius below ``uniqueness_radius`` around the mean (positive
+    curvature only), i.e. when the mean may not be unique.
     """
     manifold, points = manifold_first("frechet_mean", manifold, points)
     if on_spread not in ("warn", "raise", "ignore"):
@@ -84,29 +88,13 @@ def frechet_mean(manifold: Manifold, points: Array, weights: Array | None = None
         raise ValueError(f"tol must be positive and finite, got {tol}")
     if int(max_iter) != max_iter or max_iter < 0:
         raise ValueError(f"max_iter must be a non-negative integer, got {max_iter}")
-    x = manifold.check_point(points)
-    nd = len(manifold.point_shape)
-    if x.ndim < nd + 1:
-        raise ValueError(f"points must have shape (..., n, {manifold.point_shape}), got {x.shape}")
-    n = x.shape[-nd - 1]
-    if n == 0:
-        raise ValueError("the Fréchet mean of an empty sample is undefined")
-    batch = x.shape[: x.ndim - nd - 1]
-    if weights is None:
-        w = np.full(batch + (n,), 1.0 / n)
-    else:
-        w = np.broadcast_to(np.asarray(weights, dtype=float), batch + (n,))
-        if np.any(w < 0) or not np.all(np.isfinite(w)):
-            raise ValueError("weights must be finite and non-negative")
-        w = w / w.sum(axis=-1, keepdims=True)
-    m = manifold.karcher_start(x, w) if init is None else manifold.check_point(init)
+    data = as_sample(manifold, points, weights)
+    nd, batch = len(manifold.point_shape), data.batch
+    m = data.start() if init is None else manifold.check_point(init)
     m = np.broadcast_to(m, batch + manifold.point_shape).copy()
 
     def gradient_and_value(at: Array) -> tuple[Array, Array]:
-        if manifold.blockwise:
-            return split_sample_sum(lambda xs, ws: manifold.mean_log_and_value(at, xs, ws), x, w,
-                                    -nd - 1)
-        return manifold.mean_log_and_value(at, x, w)
+        return data.total(lambda xs, ws: manifold.mean_log_and_value(at, xs, ws))
 
     def expand(a: Array) -> Array:
         return a.reshape(a.shape + (1,) * nd)
@@ -115,26 +103,30 @@ def frechet_mean(manifold: Manifold, points: Array, weights: Array | None = None
     gnorm = manifold.norm(m, grad)
     t = np.full(batch, float(step))
     it = 0
-    while True:
-        active = gnorm > tol
-        if not np.any(active) or it >= max_iter:
-            break
-        it += 1
-        trial = np.where(expand(active), manifold.exp(m, expand(t) * grad), m)
-        new_grad, new_value = gradient_and_value(trial)
-        new_gnorm = manifold.norm(trial, new_grad)
-        decrease = ARMIJO * t * gnorm**2
-        noise = F_ACCURACY * np.abs(value)
-        ok = active & np.isfinite(new_value) & np.isfinite(new_gnorm) & (
-            (new_value <= value - decrease)
-            | ((decrease <= noise) & (new_value <= value + noise) & (new_gnorm < gnorm)))
-        m = np.where(expand(ok), trial, m)
-        grad = np.where(expand(ok), new_grad, grad)
-        value = np.where(ok, new_value, value)
-        gnorm = np.where(ok, new_gnorm, gnorm)
-        t = np.where(ok, np.minimum(2.0 * t, step), np.where(active, 0.5 * t, t))
-        if np.any(active & (t < 1e-30)):
-            break
+    with bar(max_iter, "Karcher iteration (passes over the chunks)", show=None if data.chunked
+             else False) as meter:
+        while True:
+            active = gnorm > tol
+            if not np.any(active) or it >= max_iter:
+                break
+            it += 1
+            trial = np.where(expand(active), manifold.exp(m, expand(t) * grad), m)
+            new_grad, new_value = gradient_and_value(trial)
+            new_gnorm = manifold.norm(trial, new_grad)
+            decrease = ARMIJO * t * gnorm**2
+            noise = F_ACCURACY * np.abs(value)
+            ok = active & np.isfinite(new_value) & np.isfinite(new_gnorm) & (
+                (new_value <= value - decrease)
+                | ((decrease <= noise) & (new_value <= value + noise) & (new_gnorm < gnorm)))
+            m = np.where(expand(ok), trial, m)
+            grad = np.where(expand(ok), new_grad, grad)
+            value = np.where(ok, new_value, value)
+            gnorm = np.where(ok, new_gnorm, gnorm)
+            t = np.where(ok, np.minimum(2.0 * t, step), np.where(active, 0.5 * t, t))
+            meter.update(1)
+            meter.set_postfix(gradient_norm=f"{float(np.max(gnorm)):.2e}", refresh=False)
+            if np.any(active & (t < 1e-30)):
+                break
     converged = bool(np.all(gnorm <= tol))
     if not converged:
         warnings.warn(f"the Karcher iteration stopped after {it} iterations with gradient norm "
@@ -142,7 +134,7 @@ def frechet_mean(manifold: Manifold, points: Array, weights: Array | None = None
                       f"converged (raise max_iter)", ConvergenceWarning, stacklevel=2)
     radius = None
     if manifold.curvature_bounds[1] > 0 and on_spread != "ignore":
-        radius = np.max(manifold.dist(np.expand_dims(m, -nd - 1), x), axis=-1)
+        radius = data.largest(lambda xs: manifold.dist(np.expand_dims(m, -nd - 1), xs))
     r_star = uniqueness_radius(manifold)
     if radius is not None and np.any(radius >= r_star):
         msg = (f"data reach distance {float(np.max(radius)):.4g} from their mean, beyond "

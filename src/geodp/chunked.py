@@ -1,0 +1,211 @@
+"""A sample of records seen through the sums and maxima an estimator needs: in memory, or chunked
+on a Dask cluster.
+
+Estimators touch their data through ``total(kernel)`` (a sum over the records, such as
+sum_i w_i Log_m(x_i) and the Fréchet function, computed blockwise by kernel(x_block, w_block)),
+``largest(kernel)`` (a maximum over the records) and ``start()`` (a starting point). An
+``InMemorySample`` runs the kernels on geodp's thread pool. A ``ChunkedSample`` wraps a
+``dask.array.Array`` chunked along the sample axis: each kernel runs on every chunk wherever the
+current Dask scheduler puts it (a ``dask.distributed`` client when one is active), and only the
+small per-chunk results travel to the client, where they are added (or compared) in a fixed tree
+order, so a seeded release does not depend on which worker finished first. Dask is imported only
+when a chunked sample is built (``pip install 'geodp[dask]'``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .manifolds import Manifold
+from .manifolds._threads import serial, split_sample_sum
+from .manifolds.base import Array
+
+Kernel = Callable[[Array, Array], Any]
+
+
+def is_chunked(points: object) -> bool:
+    """True for a ``dask.array.Array`` (checked without importing Dask)."""
+    return type(points).__module__.startswith("dask.") and hasattr(points, "to_delayed")
+
+
+def _dask():
+    try:
+        import dask
+        import dask.array
+    except ImportError:
+        raise ImportError("chunked data need Dask: pip install 'geodp[dask]'") from None
+    return dask
+
+
+class InMemorySample:
+    """Records (..., n, *point_shape) in one NumPy array, with weights normalised to sum to one;
+    leading dimensions are independent samples."""
+
+    chunked = False
+
+    def __init__(self, manifold: Manifold, points: Array, weights: Array | None = None,
+                 validate: bool = True):
+        x = manifold.check_point(points) if validate else np.asarray(points, dtype=float)
+        nd = len(manifold.point_shape)
+        if x.ndim < nd + 1:
+            raise ValueError(f"points must have shape (..., n, {manifold.point_shape}), got {x.shape}")
+        self.manifold, self.points = manifold, x
+        self.n = x.shape[-nd - 1]
+        if self.n == 0:
+            raise ValueError("the sample is empty")
+        self.batch = x.shape[: x.ndim - nd - 1]
+        if weights is None:
+            self.weights = np.full(self.batch + (self.n,), 1.0 / self.n)
+        else:
+            w = np.broadcast_to(np.asarray(weights, dtype=float), self.batch + (self.n,))
+            if np.any(w < 0) or not np.all(np.isfinite(w)):
+                raise ValueError("weights must be finite and non-negative")
+            self.weights = w / w.sum(axis=-1, keepdims=True)
+
+    def total(self, kernel: Kernel) -> Any:
+        """sum over blocks of kernel(x_block, w_block) (arrays, or tuples of arrays)."""
+        if self.manifold.blockwise:
+            return split_sample_sum(kernel, self.points, self.weights,
+                                    -len(self.manifold.point_shape) - 1)
+        return kernel(self.points, self.weights)
+
+    def largest(self, kernel: Callable[[Array], Array]) -> Array:
+        """max over the records of kernel(x) (values of shape (..., n))."""
+        return np.max(kernel(self.points), axis=-1)
+
+    def start(self) -> Array:
+        """The manifold's starting point for the Karcher iteration on these data."""
+        return self.manifold.karcher_start(self.points, self.weights)
+
+
+def _on_chunk(kernel: Callable, block: Array, weights: Array | float, total_weight: float,
+              index: int, first: int, with_position: bool) -> Any:
+    """kernel on one chunk, single-threaded (the scheduler runs chunks in parallel), with the
+    chunk's weights normalised by the sample's total (and, ``with_position``, the chunk's index
+    and first record); a ValueError keeps its type and names the chunk."""
+    x = np.asarray(block, dtype=float)
+    w = (np.full(len(x), weights) if np.ndim(weights) == 0
+         else np.asarray(weights, dtype=float)) / total_weight
+    try:
+        with serial():
+            return kernel(x, w, index, first) if with_position else kernel(x, w)
+    except ValueError as exc:
+        message = f"chunk {index} (records {first} to {first + len(x) - 1}): {exc}"
+        try:
+            named = type(exc)(message)
+        except TypeError:
+            named = ValueError(message)
+        raise named from None
+
+
+def _add(a: Any, b: Any) -> Any:
+    return tuple(np.add(u, v) for u, v in zip(a, b)) if isinstance(a, tuple) else np.add(a, b)
+
+
+def _tree(parts: list, combine: Callable) -> Any:
+    """Pairwise combination of delayed parts, in a fixed order."""
+    dask = _dask()
+    while len(parts) > 1:
+        pairs = [dask.delayed(combine, pure=False)(a, b) for a, b in zip(parts[::2], parts[1::2])]
+        parts = pairs + parts[len(parts) - len(parts) % 2:]
+    return parts[0]
+
+
+class ChunkedSample:
+    """Records (n, *point_shape) of a ``dask.array.Array`` chunked along the sample axis (records
+    of any shape (n, ...) when ``manifold`` is None, e.g. the rows a DP-RGD loss reads).
+
+    Building one is a distributed pass that checks every chunk lies on the manifold (a ValueError
+    names the first bad chunk and its records) and sums the weights; the records stay where they
+    are (``validate=False`` skips the check, for callers that check in a pass of their own).
+    ``weights`` is None (equal weights) or an array of n non-negative weights.
+    """
+
+    chunked = True
+    batch: tuple[int, ...] = ()
+
+    def __init__(self, manifold: Manifold | None, points: Any, weights: Any = None,
+                 validate: bool = True):
+        dask = _dask()
+        if manifold is not None and (points.ndim != len(manifold.point_shape) + 1
+                                     or tuple(points.shape[1:]) != manifold.point_shape):
+            raise ValueError(f"chunked points must have shape (n, {manifold.point_shape}) with "
+                             f"chunks along the first axis, got {points.shape}")
+        if any(len(c) > 1 for c in points.chunks[1:]):
+            points = points.rechunk({axis: -1 for axis in range(1, points.ndim)})
+        if any(np.isnan(c) for c in points.chunks[0]):
+            points = points.compute_chunk_sizes()
+        self.manifold, self.points = manifold, points
+        self.n = int(points.shape[0])
+        if self.n == 0:
+            raise ValueError("the sample is empty")
+        sizes = points.chunks[0]
+        self._first = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int).tolist()
+        self._blocks = list(points.to_delayed().ravel())
+        if weights is None:
+            self._weights: list = [1.0] * len(sizes)
+        else:
+            w = dask.array.asarray(weights).astype(float)
+            if w.shape != (self.n,):
+                raise ValueError(f"weights must have shape ({self.n},), got {w.shape}")
+            self._weights = list(w.rechunk((sizes,)).to_delayed().ravel())
+        self._total_weight = float(self.n)
+        if not validate and weights is None:
+            return
+        self._total_weight = 1.0
+
+        def check(x: Array, w: Array) -> Array:
+            if validate and manifold is not None:
+                manifold.check_point(x)
+            if np.any(w < 0) or not np.all(np.isfinite(w)):
+                raise ValueError("weights must be finite and non-negative")
+            return np.sum(w)
+
+        total_weight = float(self.total(check))
+        if not total_weight > 0:
+            raise ValueError("the weights sum to zero")
+        self._total_weight = total_weight if weights is not None else float(self.n)
+
+    def reduce(self, kernel: Callable, combine: Callable[[Any, Any], Any],
+               with_position: bool = False) -> Any:
+        """kernel(x_chunk, w_chunk) on every chunk (kernel(x_chunk, w_chunk, index, first_record)
+        ``with_position``), the results combined pairwise by ``combine`` in a fixed tree order,
+        computed on the current Dask scheduler."""
+        dask = _dask()
+        parts = [dask.delayed(_on_chunk, pure=False)(kernel, block, w, self._total_weight, i, lo,
+                                                     with_position)
+                 for i, (block, w, lo) in enumerate(zip(self._blocks, self._weights, self._first))]
+        return dask.compute(_tree(parts, combine))[0]
+
+    def total(self, kernel: Kernel) -> Any:
+        """sum over chunks of kernel(x_chunk, w_chunk), the weights normalised to sum to one."""
+        return self.reduce(kernel, _add)
+
+    def largest(self, kernel: Callable[[Array], Array]) -> Array:
+        """max over the records of kernel(x)."""
+        return self.reduce(lambda x, w: np.max(kernel(x)), np.maximum)
+
+    def start(self) -> Array:
+        """The manifold's Karcher starting point for the first chunk: inside the data's hull, so
+        the iteration starts near the mean without a pass over every record."""
+        first = np.asarray(self._blocks[0].compute(), dtype=float)
+        return self.manifold.karcher_start(first, np.full(len(first), 1.0 / len(first)))
+
+    def map_points(self, fn: Callable[[Array], Array]) -> ChunkedSample:
+        """The sample with fn applied to each chunk of records, lazily (e.g. clipping into a ball);
+        fn must keep the points on the manifold."""
+        mapped = self.points.map_blocks(lambda x: fn(np.asarray(x, dtype=float)), dtype=float)
+        return ChunkedSample(self.manifold, mapped, validate=False)
+
+
+def as_sample(manifold: Manifold, points: Any, weights: Any = None) -> InMemorySample | ChunkedSample:
+    """The sample behind ``points``: a NumPy array (checked on the manifold), a dask array, or a
+    sample built already (returned as it is)."""
+    if isinstance(points, (InMemorySample, ChunkedSample)):
+        return points
+    if is_chunked(points):
+        return ChunkedSample(manifold, points, weights)
+    return InMemorySample(manifold, points, weights)

@@ -1,0 +1,206 @@
+"""Chunked (Dask) samples: the same results as in memory, errors that name the chunk, nothing
+charged on failure, and a real multi-process cluster that survives a killed worker."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+dask = pytest.importorskip("dask")
+
+import geodp
+from geodp.chunked import ChunkedSample
+from geodp.datasets import load, open_chunked
+from geodp.learn.dp_rgd import _chunked_batch_sum
+from geodp.manifolds import SPD, Hyperbolic, Sphere
+from geodp.privacy import BudgetLedger
+from geodp.statistics import frechet_mean
+
+from conftest import MANIFOLDS, base_point
+
+
+def cloud(manifold, n, seed=0, spread=0.4):
+    """n points within ``spread`` of the base point."""
+    rng = np.random.default_rng(seed)
+    p = base_point(manifold)
+    v = manifold.from_coords(p, rng.uniform(-1, 1, (n, manifold.dim)) * spread / np.sqrt(manifold.dim))
+    return manifold.exp(p, v)
+
+
+@pytest.mark.parametrize("name", sorted(MANIFOLDS))
+def test_chunked_frechet_mean_equals_in_memory(name):
+    m = MANIFOLDS[name]
+    x = cloud(m, 700, seed=1)
+    w = np.random.default_rng(2).uniform(0.5, 2.0, 700)
+    for weights, chunked_weights in ((None, None), (w, da.from_array(w, chunks=100))):
+        expect = frechet_mean(m, x, weights=weights, tol=1e-13, max_iter=5000, on_spread="ignore").mean
+        got = frechet_mean(m, da.from_array(x, chunks=(130,) + m.point_shape), weights=chunked_weights,
+                           tol=1e-13, max_iter=5000, on_spread="ignore")
+        assert got.converged
+        assert float(m.dist(expect, got.mean)) < 1e-10
+
+
+MECHANISMS = [("laplace", {}), ("kng", {}), ("dp-rgd", {"delta": 1e-6}),
+              ("wrapped-laplace", {}), ("wrapped-gaussian", {"delta": 1e-6}),
+              ("wrapped-gaussian", {"mu": 1.0, "footpoint": "private", "footpoint_budget": 0.5})]
+
+
+@pytest.mark.parametrize("mechanism,extra", MECHANISMS)
+@pytest.mark.parametrize("manifold", [Sphere(2), Hyperbolic(2), SPD(3)], ids=repr)
+def test_chunked_private_mean_is_the_in_memory_release(manifold, mechanism, extra):
+    """Same seed, same release: the statistic agrees to rounding and the noise comes from the
+    client's generator in the same order."""
+    if mechanism.startswith("wrapped") and manifold.curvature_bounds[1] > 0:
+        pytest.skip("wrapped mechanisms need a Hadamard manifold")
+    x = cloud(manifold, 600, seed=3, spread=0.3)
+    center, radius = base_point(manifold), 0.35
+    epsilon = None if "mu" in extra else 50.0
+    kwargs = dict(mechanism=mechanism, rng=7, **extra)
+    a = geodp.private_frechet_mean(manifold, x, epsilon, center, radius, **kwargs)
+    b = geodp.private_frechet_mean(manifold, da.from_array(x, chunks=(97,) + manifold.point_shape),
+                                   epsilon, center, radius, **kwargs)
+    assert b.guarantee.describe() == a.guarantee.describe() and b.sensitivity == a.sensitivity
+    assert float(manifold.dist(a.value, b.value)) < 1e-9
+
+
+def test_clipping_on_chunks_matches_in_memory():
+    m = Sphere(2)
+    x = cloud(m, 500, seed=4, spread=0.6)
+    center = base_point(m)
+    with pytest.warns(geodp.learn.data_ball.ClippingWarning):
+        a = geodp.private_frechet_mean(m, x, 5.0, center, 0.3, clip=True, rng=1)
+    with pytest.warns(geodp.learn.data_ball.ClippingWarning):
+        b = geodp.private_frechet_mean(m, da.from_array(x, chunks=(64, 3)), 5.0, center, 0.3,
+                                       clip=True, rng=1)
+    assert a.diagnostics["clipped"] == b.diagnostics["clipped"]
+    assert a.diagnostics["clipped"]["records_clipped"] > 0
+    assert float(m.dist(a.value, b.value)) < 1e-10
+
+
+@pytest.mark.parametrize("defect", ["off-manifold", "nan"])
+def test_bad_chunk_is_named_and_nothing_is_charged(tmp_path, defect):
+    m = Sphere(2)
+    x = cloud(m, 400, seed=5)
+    x[333] = [1.0, 1.0, 1.0] if defect == "off-manifold" else np.nan
+    chunked = da.from_array(x, chunks=(100, 3))
+    with pytest.raises(ValueError) as in_memory:
+        frechet_mean(m, x)
+    reason = "NaN" if defect == "nan" else "largest defect 0.732"
+    assert reason in str(in_memory.value)
+    with pytest.raises(ValueError, match=rf"chunk 3 \(records 300 to 399\): .*{reason}"):
+        frechet_mean(m, chunked)
+    ledger = BudgetLedger(tmp_path / "l.db", total_epsilon=10.0)
+    for mechanism in ("laplace", "kng"):
+        with pytest.raises(ValueError, match=r"chunk 3 \(records 300 to 399\)"):
+            geodp.private_frechet_mean(m, chunked, 1.0, base_point(m), 0.5, mechanism=mechanism,
+                                       ledger=ledger, rng=0)
+    assert ledger.spent() == (0.0, 0.0) and ledger.history() == []
+
+
+def test_poisson_batches_drawn_chunkwise_have_the_binomial_law():
+    """Each step selects each record with probability q, from the client's generator: the batch
+    sizes over many steps have mean nq and variance nq(1 - q) (5-sigma bounds on both)."""
+    n, q, steps = 1000, 0.1, 400
+    data = ChunkedSample(None, da.zeros((n, 2), chunks=(128, 2)), validate=False)
+    rng = np.random.default_rng(11)
+    sizes = np.array([_chunked_batch_sum(data, None, lambda w, b: (np.array(float(len(b))), 0), q,
+                                         False, None, rng)[0] for _ in range(steps)])
+    mean, var = n * q, n * q * (1 - q)
+    assert abs(sizes.mean() - mean) < 5 * np.sqrt(var / steps)
+    assert abs(sizes.var(ddof=1) / var - 1) < 5 * np.sqrt(2 / (steps - 1))
+    again = np.random.default_rng(11)
+    first = _chunked_batch_sum(data, None, lambda w, b: (np.array(float(len(b))), 0), q, False,
+                               None, again)[0]
+    assert first == sizes[0]
+
+
+def test_chunked_dp_rgd_with_poisson_sampling_is_reproducible():
+    m = Sphere(2)
+    x = da.from_array(cloud(m, 800, seed=6), chunks=(150, 3))
+
+    def grads(w, batch):
+        return -m.log(w, batch)
+
+    runs = [geodp.learn.dp_rsgd(m, grads, x, 2.0, 1e-5, 5, batch_size=200, clip=1.0, rng=3,
+                                init=base_point(m)).value for _ in range(2)]
+    assert np.array_equal(runs[0], runs[1])
+
+
+def test_open_chunked_readers_and_cli(tmp_path, capsys):
+    zarr = pytest.importorskip("zarr")
+    ds = load("cities")
+    (tmp_path / "parts").mkdir()
+    np.save(tmp_path / "parts" / "a.npy", ds.points[:20])
+    np.save(tmp_path / "parts" / "b.npy", ds.points[20:])
+    z = zarr.create_array(str(tmp_path / "p.zarr"), shape=ds.points.shape, chunks=(16, 3), dtype="f8")
+    z[:] = ds.points
+    np.save(tmp_path / "one.npy", ds.points)
+    for path in ("parts", "p.zarr", "one.npy"):
+        arr = open_chunked(tmp_path / path)
+        assert arr.shape == ds.points.shape and np.array_equal(arr.compute(), ds.points)
+    np.save(tmp_path / "parts" / "c.npy", np.ones((3, 4)))
+    with pytest.raises(ValueError, match="different shapes"):
+        open_chunked(tmp_path / "parts")
+    with pytest.raises(FileNotFoundError):
+        open_chunked(tmp_path / "missing")
+
+    from geodp.cli import main
+
+    expect = frechet_mean(ds.manifold, ds.points, on_spread="ignore").mean
+    assert main(["mean", str(tmp_path / "p.zarr"), "--manifold", "sphere:2", "--workers", "1"]) == 0
+    import json
+
+    out = json.loads(capsys.readouterr().out)
+    assert out["n"] == 50 and float(ds.manifold.dist(np.array(out["value"]), expect)) < 1e-9
+    assert main(["mean", "cities", "--workers", "1"]) == 2
+    assert "chunked inputs" in capsys.readouterr().err
+
+
+def _slow_chunk(index: int, size: int) -> np.ndarray:
+    """Chunk ``index`` of a cloud on S^2, generated on the worker (slowly, so that a worker can
+    be killed while a pass runs)."""
+    time.sleep(0.05)
+    return cloud(Sphere(2), size, seed=100 + index)
+
+
+def test_local_cluster_survives_a_killed_worker():
+    """A real dask.distributed LocalCluster (processes): the mean equals the in-memory one,
+    also when a worker process is killed in the middle of the iteration (Dask reruns its
+    tasks); a bad chunk raises on the client, naming it."""
+    distributed = pytest.importorskip("distributed")
+    import logging
+
+    import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    chunks, size = 40, 500
+    m = Sphere(2)
+    lazy = da.concatenate([da.from_delayed(dask.delayed(_slow_chunk)(i, size), (size, 3), float)
+                           for i in range(chunks)])
+    expect = frechet_mean(m, np.concatenate([cloud(m, size, seed=100 + i) for i in range(chunks)]),
+                          tol=1e-12).mean
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, silence_logs=logging.CRITICAL) as cluster, \
+            distributed.Client(cluster) as client:
+        result = {}
+        runner = threading.Thread(target=lambda: result.update(
+            fit=frechet_mean(m, lazy, tol=1e-12, on_spread="ignore")))
+        runner.start()
+        time.sleep(1.5)
+        assert runner.is_alive(), "the iteration ended before a worker could be killed"
+        victim = next(iter(client.run(os.getpid).values()))
+        os.kill(victim, signal.SIGKILL)
+        runner.join(timeout=120)
+        assert not runner.is_alive() and "fit" in result
+        assert float(m.dist(result["fit"].mean, expect)) < 1e-10
+        bad = lazy.map_blocks(lambda x, block_info=None: x * (2.0 if block_info[0]["chunk-location"][0]
+                                                                == 7 else 1.0), dtype=float)
+        with pytest.raises(ValueError, match=r"chunk 7 \(records 3500 to 3999\)"):
+            frechet_mean(m, bad)

@@ -16,7 +16,7 @@ da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
 
 import geodp
-from geodp.chunked import ChunkedSample
+from geodp.chunked import ChunkedSample, local_cluster
 from geodp.datasets import load, open_chunked
 from geodp.learn.dp_rgd import _chunked_batch_sum
 from geodp.manifolds import SPD, Hyperbolic, Sphere
@@ -175,8 +175,6 @@ def test_local_cluster_survives_a_killed_worker():
     also when a worker process is killed in the middle of the iteration (Dask reruns its
     tasks); a bad chunk raises on the client, naming it."""
     distributed = pytest.importorskip("distributed")
-    import logging
-
     import cloudpickle
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -186,9 +184,7 @@ def test_local_cluster_survives_a_killed_worker():
                            for i in range(chunks)])
     expect = frechet_mean(m, np.concatenate([cloud(m, size, seed=100 + i) for i in range(chunks)]),
                           tol=1e-12).mean
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, silence_logs=logging.CRITICAL) as cluster, \
-            distributed.Client(cluster) as client:
+    with local_cluster(2) as cluster, distributed.Client(cluster) as client:
         result = {}
         runner = threading.Thread(target=lambda: result.update(
             fit=frechet_mean(m, lazy, tol=1e-12, on_spread="ignore")))

@@ -134,7 +134,7 @@ def dask_cluster(args: argparse.Namespace) -> Iterator[None]:
         yield
         return
     try:
-        from distributed import Client, LocalCluster
+        from distributed import Client
     except ImportError:
         raise SystemExit("error: --scheduler and --workers need dask.distributed: "
                          "pip install 'geodp[dask]'") from None
@@ -147,11 +147,9 @@ def dask_cluster(args: argparse.Namespace) -> Iterator[None]:
         with client:
             yield
         return
-    import logging
+    from .chunked import local_cluster
 
-    with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None, silence_logs=logging.CRITICAL) as cluster, \
-            Client(cluster):
+    with local_cluster(args.workers) as cluster, Client(cluster):
         yield
 
 

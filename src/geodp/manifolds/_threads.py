@@ -82,6 +82,8 @@ def _busy_elsewhere() -> int:
 def threads_now() -> int:
     """Threads for a large batch now: ``GEODP_NUM_THREADS`` when set, else the CPUs of the process
     not taken by other runnable tasks (at least one)."""
+    if getattr(_state, "single", False):
+        return 1
     if os.environ.get("GEODP_NUM_THREADS"):
         return thread_count()
     return max(1, thread_count() - _busy_elsewhere())
@@ -146,14 +148,15 @@ def _is_large(count: int, min_batch: int, row_bytes: int = 0) -> bool:
 
 @contextmanager
 def serial() -> Iterator[None]:
-    """Run batched calls inside the block whole, in the calling thread (as a pool worker does):
-    for callers that already run in parallel, such as the tasks of a Dask scheduler."""
-    inside = getattr(_state, "inside", False)
-    _state.inside = True
+    """Inside the block, large batches keep their blocks (temporaries stay in cache) but run them
+    one after the other in the calling thread: for callers that already run in parallel, such as
+    the tasks of a Dask scheduler."""
+    before = getattr(_state, "single", False)
+    _state.single = True
     try:
         yield
     finally:
-        _state.inside = inside
+        _state.single = before
 
 
 def split_batch(fn: Callable[..., Array], *arrays: Array, core_ndim: int,

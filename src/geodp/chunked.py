@@ -82,16 +82,18 @@ class InMemorySample:
 
 
 def _on_chunk(kernel: Callable, block: Array, weights: Array | float, total_weight: float,
-              index: int, first: int, with_position: bool) -> Any:
-    """kernel on one chunk, single-threaded (the scheduler runs chunks in parallel), with the
-    chunk's weights normalised by the sample's total (and, ``with_position``, the chunk's index
-    and first record); a ValueError keeps its type and names the chunk."""
+              index: int, first: int, with_position: bool, covariates: Array | None) -> Any:
+    """kernel on one chunk, single-threaded (the scheduler runs chunks in parallel): kernel(x, w),
+    with the chunk's covariates kernel(x, w, c), ``with_position`` also the chunk's index and
+    first record; the weights are normalised by the sample's total. A ValueError keeps its type
+    and names the chunk."""
     x = np.asarray(block, dtype=float)
     w = (np.full(len(x), weights) if np.ndim(weights) == 0
          else np.asarray(weights, dtype=float)) / total_weight
+    args = (x, w) + (() if covariates is None else (np.asarray(covariates, dtype=float),))
     try:
         with serial():
-            return kernel(x, w, index, first) if with_position else kernel(x, w)
+            return kernel(*args, index, first) if with_position else kernel(*args)
     except ValueError as exc:
         message = f"chunk {index} (records {first} to {first + len(x) - 1}): {exc}"
         try:
@@ -121,14 +123,15 @@ class ChunkedSample:
     Building one is a distributed pass that checks every chunk lies on the manifold (a ValueError
     names the first bad chunk and its records) and sums the weights; the records stay where they
     are (``validate=False`` skips the check, for callers that check in a pass of their own).
-    ``weights`` is None (equal weights) or an array of n non-negative weights.
+    ``weights`` is None (equal weights) or an array of n non-negative weights; ``covariates``
+    (n,), when given, are cut like the records and passed to every kernel as a third argument.
     """
 
     chunked = True
     batch: tuple[int, ...] = ()
 
     def __init__(self, manifold: Manifold | None, points: Any, weights: Any = None,
-                 validate: bool = True):
+                 validate: bool = True, covariates: Any = None):
         dask = _dask()
         if manifold is not None and (points.ndim != len(manifold.point_shape) + 1
                                      or tuple(points.shape[1:]) != manifold.point_shape):
@@ -152,12 +155,18 @@ class ChunkedSample:
             if w.shape != (self.n,):
                 raise ValueError(f"weights must have shape ({self.n},), got {w.shape}")
             self._weights = list(w.rechunk((sizes,)).to_delayed().ravel())
+        self._covariates: list = [None] * len(sizes)
+        if covariates is not None:
+            c = dask.array.asarray(covariates)
+            if c.shape != (self.n,):
+                raise ValueError(f"covariates must have shape ({self.n},), got {c.shape}")
+            self._covariates = list(c.rechunk((sizes,)).to_delayed().ravel())
         self._total_weight = float(self.n)
         if not validate and weights is None:
             return
         self._total_weight = 1.0
 
-        def check(x: Array, w: Array) -> Array:
+        def check(x: Array, w: Array, *covariates: Array) -> Array:
             if validate and manifold is not None:
                 manifold.check_point(x)
             if np.any(w < 0) or not np.all(np.isfinite(w)):
@@ -176,8 +185,9 @@ class ChunkedSample:
         computed on the current Dask scheduler."""
         dask = _dask()
         parts = [dask.delayed(_on_chunk, pure=False)(kernel, block, w, self._total_weight, i, lo,
-                                                     with_position)
-                 for i, (block, w, lo) in enumerate(zip(self._blocks, self._weights, self._first))]
+                                                     with_position, c)
+                 for i, (block, w, lo, c) in enumerate(zip(self._blocks, self._weights, self._first,
+                                                           self._covariates))]
         return dask.compute(_tree(parts, combine))[0]
 
     def total(self, kernel: Kernel) -> Any:

@@ -11,9 +11,8 @@ from ..manifolds.base import Array, as_generator, manifold_first
 from ..mechanisms.kng import BundleDomain, KNormGradient, sample_bundle
 from ..privacy import BudgetLedger, PureDP
 from ..privacy.conversions import check_positive
-from ..statistics import ConvergenceWarning, geodesic_regression
-from ..statistics.regression import (check_covariates, covariate_preconditioner,
-                                     regression_gradient)
+from ..statistics import ConvergenceWarning
+from ..statistics.regression import RegressionSample, fit_regression, regression_gradient
 from ..statistics.sensitivity import regression_sensitivity
 from .data_ball import check_representable, into_ball
 from .release import Release, reserved
@@ -97,6 +96,8 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
         works and issues a DeprecationWarning).
     x : array (n,)
         Covariates. Outside ``x_range`` they raise, or with ``clip=True`` are clipped into it.
+        With ``y`` a chunked ``dask.array.Array`` (``x`` then cut like it), every gradient is a
+        distributed reduction: one pass per sampler step.
     y : array (n, *point_shape)
         Responses on ``manifold`` (one record is one pair (x_i, y_i); n is public).
     epsilon, tau, x_range, v_max, center, radius
@@ -126,18 +127,16 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     tau = check_positive("tau", tau)
     v_max = check_positive("v_max", v_max)
     lo, hi = _check_range(x_range)
-    y = manifold.check_point(y)
-    if y.ndim != len(manifold.point_shape) + 1:
-        raise ValueError(f"responses must have shape (n, *{manifold.point_shape}), got {y.shape}")
-    n = len(y)
-    x = check_covariates(x, n)
-    outside = (x < lo) | (x > hi)
-    if np.any(outside) and not clip:
-        raise ValueError(f"{int(outside.sum())} of {n} covariates lie outside x_range = ({lo:g}, "
-                         f"{hi:g}) (range of the data: {x.min():.6g} to {x.max():.6g}); the "
+    data = RegressionSample(manifold, x, y)
+    n = data.n
+    outside = data.covariates_outside(lo, hi)
+    if outside and not clip:
+        raise ValueError(f"{outside} of {n} covariates lie outside x_range = ({lo:g}, {hi:g}) "
+                         f"(range of the data: {data.x_min:.6g} to {data.x_max:.6g}); the "
                          f"sensitivity bound does not hold for them. Pass clip=True to clip them, "
                          f"or give a wider public range")
-    x = np.clip(x, lo, hi)
+    if outside:
+        data = data.clipped(lo, hi)
     center, radius = _domain_ball(manifold, center, radius)
     if release == "sequential" and not 0 < footpoint_budget < 1:
         raise ValueError(f"footpoint_budget must lie in (0, 1), got {footpoint_budget}")
@@ -146,20 +145,23 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     target = PureDP(epsilon)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        fit = geodesic_regression(manifold, x, y, tau=tau, max_iter=200)
+        fit = fit_regression(manifold, data, tau=tau, max_iter=200)
     start_p = into_ball(manifold, fit.footpoint, center, radius)[0] if radius else fit.footpoint
     start_v = _shortened(manifold, start_p, manifold.to_tangent(
         start_p, manifold.transport(fit.footpoint, start_p, fit.shooting_vector)), v_max)
-    diagnostics = {"n": n, "covariates_clipped": int(outside.sum()), "tau": tau,
+    diagnostics = {"n": n, "covariates_clipped": outside, "tau": tau,
                    "x_range": [lo, hi], "v_max": v_max, "release": release,
                    "footpoint_ball": None if radius is None else {
                        "center": np.asarray(center).tolist(), "radius": radius},
                    "sensitivities": sens}
     with reserved(ledger, target, f"geodesic regression (KNG {release}, {target.describe()})"):
-        run = dict(rng=as_generator(rng), precondition=covariate_preconditioner(x), chains=chains,
+        run = dict(rng=as_generator(rng), precondition=data.preconditioner(), chains=chains,
                    burn_in=burn_in)
+
         def gradient(p, v):
-            return regression_gradient(manifold, p, v, x, y, tau)[:2]
+            batch = int(np.prod(np.shape(p)[:np.ndim(p) - len(manifold.point_shape)], dtype=int))
+            return data.mean(lambda xs, ys: regression_gradient(manifold, p, v, xs, ys, tau)[:2],
+                             batch)
 
         if release == "joint":
             mech = KNormGradient(sens["joint"], epsilon)
@@ -170,7 +172,7 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
             diagnostics["sampler"] = info.as_dict()
         else:
             eps_p = footpoint_budget * epsilon
-            mech_p = KNormGradient(regression_sensitivity(manifold, len(x), tau, x_bound, 0.0)["footpoint"],
+            mech_p = KNormGradient(regression_sensitivity(manifold, n, tau, x_bound, 0.0)["footpoint"],
                                    eps_p)
             mech_v = KNormGradient(sens["shooting_vector"], epsilon - eps_p)
             zero = 0.0 * start_p

@@ -7,6 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from collections.abc import Callable
+
+from ..chunked import ChunkedSample, is_chunked
 from ..manifolds.base import Array, Manifold, manifold_first
 from .frechet import ARMIJO, ConvergenceWarning, frechet_mean
 
@@ -81,23 +84,99 @@ def bundle_norm(manifold: Manifold, p: Array, a: Array, b: Array) -> Array:
     return np.sqrt(np.maximum(manifold.inner(p, a, a) + manifold.inner(p, b, b), 0.0))
 
 
-def covariate_preconditioner(x: Array) -> Array:
-    """M^-1 for M = [[1, mean x], [mean x, mean x^2]], the Hessian's covariate structure in the
-    flat case: -M^-1 (grad_p, grad_v) is a Gauss-Newton direction that stays a descent direction."""
-    m = np.array([[1.0, x.mean()], [x.mean(), np.mean(x * x)]])
-    return np.linalg.inv(m)
+ROWS_TIMES_PARAMETERS = 2**16
+"""On chunked data, a kernel evaluated at a batch of B parameter pairs (MCMC chains, a sampler's
+proposals) runs over rows of a chunk in blocks of about this many / B records, so its
+temporaries stay small whatever the chunk size."""
 
 
-def _initial_guess(manifold: Manifold, x: Array, y: Array) -> tuple[Array, Array]:
+class RegressionSample:
+    """Records (x_i, y_i): covariates (n,) and responses (n, *point_shape), in memory or chunked.
+
+    Built once (a distributed pass for chunked data: responses checked on the manifold, covariates
+    finite, and their count, sums and range), then read through ``mean(kernel)``: the mean over the
+    records of kernel(x_block, y_block), a tuple of block means. Chunked when ``y`` is a
+    ``dask.array.Array``; ``x`` is then cut like it (a NumPy or dask vector).
+    """
+
+    def __init__(self, manifold: Manifold, x: Array, y: Array):
+        self.manifold = manifold
+        if is_chunked(y):
+            sample = ChunkedSample(manifold, y, validate=False, covariates=x)
+
+            def summary(ys: Array, ws: Array, xs: Array) -> Array:
+                manifold.check_point(ys)
+                check_covariates(xs)
+                return np.array([np.sum(xs), np.sum(xs * xs), np.min(xs), np.max(xs)])
+
+            sums = sample.reduce(summary, lambda a, b: np.array(
+                [a[0] + b[0], a[1] + b[1], min(a[2], b[2]), max(a[3], b[3])]))
+            self.n, self.x, self.y, self._chunked = sample.n, x, y, sample
+        else:
+            y = manifold.check_point(y)
+            if y.ndim != len(manifold.point_shape) + 1:
+                raise ValueError(f"responses must have shape (n, *{manifold.point_shape}), got {y.shape}")
+            x = check_covariates(x, len(y))
+            sums = np.array([np.sum(x), np.sum(x * x), np.min(x), np.max(x)])
+            self.n, self.x, self.y, self._chunked = len(y), x, y, None
+        self.x_mean, self.x2_mean = sums[0] / self.n, sums[1] / self.n
+        self.x_min, self.x_max = float(sums[2]), float(sums[3])
+
+    @property
+    def chunked(self) -> bool:
+        return self._chunked is not None
+
+    def mean(self, kernel: Callable[[Array, Array], tuple], batch: int = 1) -> tuple:
+        """(1/n) sum over records, from kernel(x_block, y_block) = block means (a tuple).
+        ``batch``: the number of parameter pairs the kernel evaluates at once (chunks are then
+        read in blocks of ``ROWS_TIMES_PARAMETERS / batch`` records)."""
+        if self._chunked is None:
+            return kernel(self.x, self.y)
+        n, rows = self.n, max(1, ROWS_TIMES_PARAMETERS // max(1, batch))
+
+        def on_chunk(ys: Array, ws: Array, xs: Array) -> tuple:
+            parts = [tuple(np.asarray(m) * (len(xs[lo:lo + rows]) / n)
+                           for m in kernel(xs[lo:lo + rows], ys[lo:lo + rows]))
+                     for lo in range(0, len(ys), rows)]
+            return tuple(sum(column) for column in zip(*parts))
+
+        return self._chunked.reduce(on_chunk, lambda a, b: tuple(u + v for u, v in zip(a, b)))
+
+    def responses(self) -> Array | ChunkedSample:
+        """The responses alone, for their Fréchet mean."""
+        return self.y if self._chunked is None else ChunkedSample(self.manifold, self.y, validate=False)
+
+    def covariates_outside(self, lo: float, hi: float) -> int:
+        """How many covariates lie outside [lo, hi]."""
+        if self._chunked is None:
+            return int(np.sum((self.x < lo) | (self.x > hi)))
+        return int(self._chunked.reduce(lambda ys, ws, xs: np.sum((xs < lo) | (xs > hi)), np.add))
+
+    def clipped(self, lo: float, hi: float) -> RegressionSample:
+        """The records with covariates clipped into [lo, hi] (lazily when chunked)."""
+        return RegressionSample(self.manifold, np.clip(self.x, lo, hi), self.y)
+
+    def preconditioner(self) -> Array:
+        """M^-1 for M = [[1, mean x], [mean x, mean x^2]], the Hessian's covariate structure in the
+        flat case: -M^-1 (grad_p, grad_v) is a Gauss-Newton direction that stays a descent
+        direction."""
+        return np.linalg.inv(np.array([[1.0, self.x_mean], [self.x_mean, self.x2_mean]]))
+
+
+def _initial_guess(manifold: Manifold, data: RegressionSample) -> tuple[Array, Array]:
     """Least squares in the tangent space at the Fréchet mean m of the responses: Log_m y_i ~ a +
     x_i b, then p = Exp_m(a) and v = b transported to p."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m = frechet_mean(manifold, y, max_iter=50, on_spread="ignore").mean
-    z = manifold.log(m, y)
-    xc = x - x.mean()
-    b = np.tensordot(xc, z, axes=(0, 0)) / np.sum(xc * xc)
-    a = np.mean(z, axis=0) - x.mean() * b
+        m = frechet_mean(manifold, data.responses(), max_iter=50, on_spread="ignore").mean
+
+    def moments(xs: Array, ys: Array) -> tuple[Array, Array]:
+        z = manifold.log(m, ys)
+        return np.mean(z, axis=0), np.tensordot(xs, z, axes=(0, 0)) / len(xs)
+
+    z_mean, xz_mean = data.mean(moments)
+    b = (xz_mean - data.x_mean * z_mean) / (data.x2_mean - data.x_mean**2)
+    a = z_mean - data.x_mean * b
     a, b = manifold.to_tangent(m, a), manifold.to_tangent(m, b)
     p = manifold.exp(m, a)
     return p, manifold.to_tangent(p, manifold.transport(m, p, b))
@@ -121,25 +200,34 @@ def geodesic_regression(manifold: Manifold, x: Array, y: Array, init: tuple[Arra
     x : array (n,)
         Real covariates; they must not all be equal.
     y : array (n, *point_shape)
-        Responses on the manifold.
+        Responses on the manifold. A ``dask.array.Array`` chunked along the records works too
+        (``x`` is then cut like it): every sum over the records is a distributed reduction
+        (``RegressionSample``).
     init : (p, v), optional
         Starting footpoint and shooting vector (default: least squares in the tangent space at
         the Fréchet mean of y).
     """
     manifold, x, y = manifold_first("geodesic_regression", manifold, x, y)
-    y = manifold.check_point(y)
-    if y.ndim != len(manifold.point_shape) + 1:
-        raise ValueError(f"responses must have shape (n, *{manifold.point_shape}), got {y.shape}")
-    x = check_covariates(x, len(y))
-    if np.ptp(x) == 0:
+    return fit_regression(manifold, RegressionSample(manifold, x, y), init, tol, max_iter, tau)
+
+
+def fit_regression(manifold: Manifold, data: RegressionSample, init: tuple[Array, Array] | None = None,
+                   tol: float = 1e-9, max_iter: int = 1000, tau: float | None = None
+                   ) -> GeodesicRegressionResult:
+    """``geodesic_regression`` on records checked already (a ``RegressionSample``)."""
+    if data.x_max == data.x_min:
         raise ValueError("the covariates are all equal: the shooting vector is not identifiable")
     if init is None:
-        p, v = _initial_guess(manifold, x, y)
+        p, v = _initial_guess(manifold, data)
     else:
         p = manifold.check_point(init[0])
         v = manifold.check_tangent(p, init[1])
-    minv = covariate_preconditioner(x)
-    gp, gv, energy = regression_gradient(manifold, p, v, x, y, tau)
+    minv = data.preconditioner()
+
+    def gradient(p: Array, v: Array) -> tuple[Array, Array, Array]:
+        return data.mean(lambda xs, ys: regression_gradient(manifold, p, v, xs, ys, tau))
+
+    gp, gv, energy = gradient(p, v)
     energy = float(energy)
     step, it, converged = 1.0, 0, False
     for it in range(1, max_iter + 1):
@@ -153,7 +241,7 @@ def geodesic_regression(manifold: Manifold, x: Array, y: Array, init: tuple[Arra
         while True:
             p_new = manifold.exp(p, -step * dp)
             v_new = manifold.to_tangent(p_new, manifold.transport(p, p_new, v - step * dv))
-            gp_new, gv_new, e_new = regression_gradient(manifold, p_new, v_new, x, y, tau)
+            gp_new, gv_new, e_new = gradient(p_new, v_new)
             if e_new <= energy - ARMIJO * step * slope or step < 1e-12:
                 break
             step *= 0.5
@@ -165,11 +253,15 @@ def geodesic_regression(manifold: Manifold, x: Array, y: Array, init: tuple[Arra
     converged = converged or gnorm <= tol * max(1.0, np.sqrt(2.0 * energy))
     if not converged:
         warnings.warn(f"geodesic regression stopped after {it} iterations with gradient norm "
-                      f"{gnorm:.3g} (tolerance {tol:g})", ConvergenceWarning, stacklevel=2)
+                      f"{gnorm:.3g} (tolerance {tol:g})", ConvergenceWarning, stacklevel=3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ybar = frechet_mean(manifold, y, on_spread="ignore").mean
-    total = float(np.mean(manifold.dist(ybar, y) ** 2))
-    r2 = 1.0 - float(np.mean(manifold.dist(fitted_points(manifold, p, v, x), y) ** 2)) / total \
-        if total > 0 else 1.0
+        ybar = frechet_mean(manifold, data.responses(), on_spread="ignore").mean
+
+    def spreads(xs: Array, ys: Array) -> tuple[Array, Array]:
+        return (np.mean(manifold.dist(ybar, ys) ** 2),
+                np.mean(manifold.dist(fitted_points(manifold, p, v, xs), ys) ** 2))
+
+    total, residual = (float(s) for s in data.mean(spreads))
+    r2 = 1.0 - residual / total if total > 0 else 1.0
     return GeodesicRegressionResult(p, v, float(energy), r2, it, converged, gnorm)

@@ -8,7 +8,8 @@ import numpy as np
 
 from ._special import acosh1p, acosh_ratio, cosh_sinhc, log_sinhc
 from ._threads import threaded
-from .base import (Array, Manifold, rowdot, space_form_exp_adjoints, space_form_mean_log,
+from .base import (Array, Manifold, rowdot, space_form_exp_adjoints,
+                   space_form_mean_exp_adjoints, space_form_mean_log,
                    weighted_sum)
 
 
@@ -119,6 +120,9 @@ class Hyperbolic(Manifold):
         """cosh(t) (d_p) and sinh(t)/t (d_v) on the part of the transported e orthogonal to gamma,
         t = |v|/R."""
         return space_form_exp_adjoints(p, v, e, -1.0, self.radius, self.inner)
+
+    def mean_exp_adjoints(self, p: Array, v: Array, x: Array, e: Array) -> tuple[Array, Array]:
+        return space_form_mean_exp_adjoints(p, v, x, e, -1.0, self.radius, self.inner)
 
     def project(self, x: Array) -> Array:
         """Keep the space-like coordinates and solve for the time-like one."""

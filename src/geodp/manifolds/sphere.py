@@ -6,7 +6,8 @@ import numpy as np
 
 from ._special import acos_ratio, sinc
 from ._threads import threaded
-from .base import (Array, Manifold, rowdot, space_form_exp_adjoints, space_form_mean_log,
+from .base import (Array, Manifold, rowdot, space_form_exp_adjoints,
+                   space_form_mean_exp_adjoints, space_form_mean_log,
                    weighted_sum)
 
 
@@ -123,6 +124,9 @@ class Sphere(Manifold):
         """Transport back along gamma itself (valid beyond the cut locus, where |v| > pi R), then
         cos(t) (d_p) and sin(t)/t (d_v) on the part orthogonal to gamma, t = |v|/R."""
         return space_form_exp_adjoints(p, v, e, 1.0, self.radius, self.inner)
+
+    def mean_exp_adjoints(self, p: Array, v: Array, x: Array, e: Array) -> tuple[Array, Array]:
+        return space_form_mean_exp_adjoints(p, v, x, e, 1.0, self.radius, self.inner)
 
     def project(self, x: Array) -> Array:
         x = np.asarray(x, dtype=float)

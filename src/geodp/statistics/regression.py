@@ -75,8 +75,8 @@ def regression_gradient(manifold: Manifold, p: Array, v: Array, x: Array, y: Arr
         factor = np.minimum(1.0, tau / np.maximum(rho, 1e-300))
         eps = eps * factor.reshape(factor.shape + (1,) * nd)
         loss = np.where(rho <= tau, 0.5 * rho**2, tau * rho - 0.5 * tau**2)
-    ap, av = manifold.exp_adjoints(pe, w, eps)
-    return -np.mean(ap, axis=-nd - 1), -np.mean(xs * av, axis=-nd - 1), np.mean(loss, axis=-1)
+    ap, av = manifold.mean_exp_adjoints(p, v, x, eps)
+    return -ap, -av, np.mean(loss, axis=-1)
 
 
 def bundle_norm(manifold: Manifold, p: Array, a: Array, b: Array) -> Array:

@@ -69,12 +69,13 @@ def test_exp_adjoints_are_batched(name):
         assert np.allclose(ap[i], one[0], atol=1e-12) and np.allclose(av[i], one[1], atol=1e-12)
 
 
-@pytest.mark.parametrize("name", ["sphere2", "sphere5_k4", "hyperbolic2", "hyperbolic4_k05"])
+@pytest.mark.parametrize("name", ["sphere2", "sphere5_k4", "hyperbolic2", "hyperbolic4_k05", "spd2",
+                                  "spd3"])
 @given(seed=st.integers(0, 2**32 - 1), length=st.floats(0.0, 2.0), chains=st.integers(0, 3))
 @settings(max_examples=15, deadline=None)
 def test_closed_form_mean_adjoints_match_the_record_by_record_mean(name, seed, length, chains):
-    """The space forms' closed-form mean of the adjoints (what the regression gradient uses)
-    equals the mean of the per-record adjoints, for covariates of both signs and zero, batched
+    """The closed-form mean of the adjoints on the space forms and SPD (what the regression
+    gradient uses) equals the mean of the per-record adjoints, for covariates of both signs and zero, batched
     footpoints and the zero shooting vector. Far out on the hyperboloid both forms round at
     about eps |e| |p|^2 (the model's conditioning, not the formula): the tolerance follows it."""
     from geodp.manifolds import Manifold
@@ -84,10 +85,11 @@ def test_closed_form_mean_adjoints_match_the_record_by_record_mean(name, seed, l
     v = v * (length > 0)
     batch = (chains,) if chains else ()
     p = np.broadcast_to(p, batch + p.shape)
-    v = np.broadcast_to(v, batch + v.shape) * (rng.uniform(0.5, 1.5, batch + (1,)) if chains else 1)
+    nd = len(m.point_shape)
+    v = np.broadcast_to(v, batch + v.shape) * (rng.uniform(0.5, 1.5, batch + (1,) * nd) if chains else 1)
     x = rng.uniform(-1.5, 1.5, 40)
     x[:3] = 0.0, 1.5, -1.5
-    yhat = m.exp(np.expand_dims(p, -2), x[:, None] * np.expand_dims(v, -2))
+    yhat = m.exp(np.expand_dims(p, -nd - 1), x.reshape(-1, *(1,) * nd) * np.expand_dims(v, -nd - 1))
     e = m.to_tangent(yhat, rng.standard_normal(yhat.shape))
     closed = m.mean_exp_adjoints(p, v, x, e)
     generic = Manifold.mean_exp_adjoints(m, p, v, x, e)

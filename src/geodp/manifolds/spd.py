@@ -226,6 +226,27 @@ class AffineInvariantSPD(SPD):
         cosh, sinhc = cosh_sinhc(0.5 * np.abs(lam[..., :, None] - lam[..., None, :]))
         return mx.congruence(lu, cosh * z), mx.congruence(lu, sinhc * z)
 
+    def mean_exp_adjoints(self, p: Array, v: Array, x: Array, e: Array) -> tuple[Array, Array]:
+        """``exp_adjoints`` averaged over records with shooting vectors x_i v: L^-1 (x_i V) L^-T =
+        U diag(x_i l) U^T shares the eigenvectors U of the whitened V, so one eigendecomposition
+        serves every record; each record costs one congruence by U^T L^-1 and entrywise scalings
+        by exp(-x_i (l_j + l_k)/2) and cosh or sinhc(x_i |l_j - l_k|/2), and the mean maps back
+        once."""
+        l, linv = self._factor(p)
+        lam, vecs = mx.eigh(self._whiten(linv, v))
+        nd = len(self.point_shape)
+        x = np.asarray(x, dtype=float)
+        xs = x.reshape(x.shape + (1,) * nd)
+        frame = mx.matmul(np.swapaxes(vecs, -1, -2), linv)
+        z = mx.congruence(np.expand_dims(frame, -3), e)
+        total = np.expand_dims(lam[..., :, None] + lam[..., None, :], -3)
+        gaps = np.expand_dims(np.abs(lam[..., :, None] - lam[..., None, :]), -3)
+        z = z * np.exp(-0.5 * xs * total)
+        cosh, sinhc = cosh_sinhc(0.5 * np.abs(xs) * gaps)
+        lu = mx.matmul(l, vecs)
+        return (mx.congruence(lu, np.mean(cosh * z, axis=-3)),
+                mx.congruence(lu, np.mean(xs * sinhc * z, axis=-3)))
+
     def egrad_to_rgrad(self, p: Array, g: Array) -> Array:
         """P sym(G) P."""
         p = np.asarray(p, dtype=float)

@@ -10,7 +10,11 @@ delta = 1e-5 (so a true epsilon 1.9x the claim is caught) and 0.26 of the Renyi 
 order 2 (3.9x). The K-norm gradient Fréchet mean audits at 0.35-0.42 of its epsilon: its
 theorem spends epsilon/2 on the normalising constants, which cancel for these symmetric
 neighbours, so its true epsilon is about epsilon/2; the planted defect there is a quartered
-scale (true epsilon about 2 epsilon), which the audit catches at 1.4-1.7.
+scale (true epsilon about 2 epsilon), which the audit catches at 1.4-1.7. The K-norm gradient
+geodesic regression (joint release; 2 records, the last moved to the antipode) audits at 0.50 of
+epsilon on S^1 and 0.35 on S^2 with the log-ratio statistic (the Neyman-Pearson events); the
+neighbours are not mirror images, so the normalising constants count, and a halved scale is
+caught on S^1 (1.12) and a quartered one on S^2 (1.83).
 """
 
 from __future__ import annotations
@@ -18,14 +22,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from geodp.audit import (audit_mechanism, clopper_pearson, dp_rgd_step_sampler, kng_mean_neighbours,
-                         kng_mean_sampler, neighbouring_footpoints, projection_statistic)
+from geodp.audit import (audit_mechanism, clopper_pearson, dp_rgd_step_sampler, kng_log_ratio_statistic,
+                         kng_mean_neighbours, kng_mean_sampler, kng_regression_neighbours,
+                         kng_regression_sampler, neighbouring_footpoints, projection_statistic)
 from geodp.cli import main
 from geodp.manifolds import SPD, Hyperbolic, Sphere
 from geodp.mechanisms import RiemannianLaplace, WrappedGaussian, WrappedLaplace
 from geodp.mechanisms.kng import KNormGradient
 from geodp.privacy import analytic_gaussian_sigma, rdp_sigma
-from geodp.statistics.sensitivity import kng_mean_sensitivity
+from geodp.statistics.sensitivity import kng_mean_sensitivity, regression_sensitivity
 
 N = 200_000
 CASES = {
@@ -105,6 +110,23 @@ def test_kng_frechet_mean_audits_below_its_epsilon_and_a_quartered_scale_is_caug
     assert 0.25 < run(sigma).epsilon_lower <= 1.0 < run(0.25 * sigma).epsilon_lower
 
 
+@pytest.mark.parametrize("dim,defect", [(1, 2), (2, 4)])
+def test_kng_regression_audits_below_its_epsilon_and_a_shrunk_scale_is_caught(dim, defect):
+    m = Sphere(dim)
+    tau, x_bound, v_max = 0.5, 1.0, 1.0
+    x, y, y_prime = kng_regression_neighbours(m, np.eye(dim + 1)[-1], 2, x_bound)
+    scale = KNormGradient(regression_sensitivity(m, 2, tau, x_bound, v_max)["joint"], 1.0).scale
+    statistic = kng_log_ratio_statistic(m, x, y, y_prime, tau)
+
+    def audit(s):
+        return audit_mechanism(kng_regression_sampler(m, x, y, tau, v_max, s),
+                               kng_regression_sampler(m, x, y_prime, tau, v_max, s), statistic, N,
+                               rng=1).epsilon_lower
+
+    assert audit(scale) <= 1.0
+    assert audit(scale / defect) > 1.0
+
+
 def test_one_dp_rgd_step_audits_below_its_mu():
     manifold, center = CASES["SPD(3)"]
     near, far, direction = neighbouring_footpoints(manifold, center, 0.1)
@@ -148,5 +170,9 @@ def test_cli_audit_prints_claim_bound_and_verdict(capsys):
     assert main(["audit", "kng-mean", "--epsilon", "1", "--samples", "20000", "--seed", "0"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["verdict"].startswith("consistent") and out["sensitivity"] > 0.1
+    assert main(["audit", "kng-regression", "--manifold", "sphere:1", "--epsilon", "1", "--n", "2",
+                 "--samples", "20000", "--seed", "0"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["verdict"].startswith("consistent") and 0.1 < out["audited_lower_bound"] <= 1.0
     assert main(["audit", "dp-rgd-step"]) == 2
     assert "needs a claim" in capsys.readouterr().err

@@ -175,3 +175,70 @@ def kng_mean_sampler(manifold: Manifold, points: Array, center: Array, radius: f
 
     minimiser = frechet_mean(manifold, points, init=center).mean
     return lambda k, rng: kng_mean_draws(manifold, points, minimiser, center, radius, scale, rng, k)[0]
+
+
+def kng_regression_neighbours(manifold: Manifold, center: Array, n: int, x_bound: float,
+                              separation: float = np.pi) -> tuple[Array, Array, Array]:
+    """Neighbouring data sets for the K-norm gradient geodesic regression: n records at covariate
+    ``x_bound`` with responses at ``center`` (D), and the same with the last response moved to
+    distance ``separation`` along a geodesic (D'; default pi, the antipode on a sphere). Where
+    the fitted point is near the center the moved residual points away from the others, so
+    (clipped to tau) the replaced record moves the risk's gradient by up to the joint
+    sensitivity; and D's law is the more concentrated one, so the normalising constants do not
+    cancel as they do for mirror-image neighbours (whose privacy loss stays below epsilon/2).
+    Returns the covariates, D's responses and D''s responses."""
+    center = manifold.check_point(center)
+    moved = manifold.exp(center, separation * manifold.from_coords(center, np.eye(manifold.dim)[0]))
+    y = np.broadcast_to(center, (n,) + center.shape)
+    return np.full(n, float(x_bound)), y.copy(), np.concatenate([y[:-1], moved[None]])
+
+
+def _regression_gradient_norm(manifold: Manifold, x: Array, y: Array, tau: float) -> Callable:
+    from .statistics.regression import regression_gradient
+
+    def norm(state: Array) -> Array:
+        p = state[:, 0]
+        gp, gv, _ = regression_gradient(manifold, p, state[:, 1], x, y, tau)
+        return np.sqrt(np.maximum(manifold.inner(p, gp, gp) + manifold.inner(p, gv, gv), 0.0))
+
+    return norm
+
+
+def kng_regression_sampler(manifold: Manifold, x: Array, y: Array, tau: float, v_max: float,
+                           scale: float, center: Array | None = None,
+                           radius: float | None = None) -> Sampler:
+    """Draws (k, 2, *point_shape) of the joint K-norm gradient regression release at ``scale``
+    on the domain of ``private_geodesic_regression`` (footpoint ball ``center``, ``radius``; the
+    whole space on compact manifolds; |v| <= ``v_max``), by its exact rejection sampler. An audit
+    needs exact draws: where that sampler's acceptance is too low (its release would fall back
+    to MCMC) this raises."""
+    from .learn.regression import _domain_ball
+    from .mechanisms.kng import BundleDomain, sample_bundle
+    from .statistics.regression import regression_gradient
+
+    center, radius = _domain_ball(manifold, center, radius)
+    domain = BundleDomain(manifold, center, radius, v_max)
+    start = np.stack([center, 0.0 * center])
+
+    def gradient(p: Array, v: Array) -> tuple[Array, Array]:
+        return regression_gradient(manifold, p, v, x, y, tau)[:2]
+
+    def draw(k: int, rng: np.random.Generator) -> Array:
+        states, info = sample_bundle(domain, gradient, start, scale, rng, size=k)
+        if not info.exact:
+            raise ValueError("the K-norm gradient density is too concentrated for the exact "
+                             "sampler (its acceptance is below the threshold): audit with fewer "
+                             "records or a smaller epsilon")
+        return states
+
+    return draw
+
+
+def kng_log_ratio_statistic(manifold: Manifold, x: Array, y: Array, y_prime: Array,
+                            tau: float) -> Callable[[Array], Array]:
+    """s(p, v) = |grad E_D'(p, v)| - |grad E_D(p, v)|: sigma times the log-ratio of the two
+    K-norm gradient densities up to their normalising constants, so its threshold events are the
+    Neyman-Pearson tests between the neighbours (the most powerful events for the audit)."""
+    norm_d = _regression_gradient_norm(manifold, x, y, tau)
+    norm_d_prime = _regression_gradient_norm(manifold, x, y_prime, tau)
+    return lambda states: norm_d_prime(states) - norm_d(states)

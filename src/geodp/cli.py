@@ -377,17 +377,33 @@ def _audited(claim: dict, result) -> tuple[float, float]:
 
 
 def cmd_audit(args: argparse.Namespace) -> None:
-    from .audit import (audit_mechanism, dp_rgd_step_sampler, kng_mean_neighbours, kng_mean_sampler,
-                        neighbouring_footpoints, projection_statistic)
+    from .audit import (audit_mechanism, dp_rgd_step_sampler, kng_log_ratio_statistic,
+                        kng_mean_neighbours, kng_mean_sampler, kng_regression_neighbours,
+                        kng_regression_sampler, neighbouring_footpoints, projection_statistic)
     from .mechanisms import RiemannianLaplace, WrappedGaussian, WrappedLaplace
     from .mechanisms.kng import KNormGradient
     from .privacy import laplace_scale
-    from .statistics.sensitivity import kng_mean_sensitivity
+    from .statistics.sensitivity import kng_mean_sensitivity, regression_sensitivity
 
     manifold = _manifold_arg(args.manifold)
     center = _audit_center(manifold)
     options: dict = {}
-    if args.mechanism == "kng-mean":
+    statistic = None
+    if args.mechanism == "kng-regression":
+        if args.epsilon is None:
+            raise SystemExit("error: auditing the kng-regression mechanism needs --epsilon")
+        claim = {"epsilon": args.epsilon}
+        x, y, y_prime = kng_regression_neighbours(manifold, center, args.n, args.x_bound)
+        sensitivity = regression_sensitivity(manifold, args.n, args.tau, args.x_bound,
+                                             args.v_max)["joint"]
+        scale = KNormGradient(sensitivity, args.epsilon).scale
+        radius = None if np.isfinite(manifold.injectivity_radius) and \
+            manifold.curvature_bounds[0] >= 0 else args.radius
+        first, second = (kng_regression_sampler(manifold, x, data, args.tau, args.v_max, scale,
+                                                center if radius else None, radius)
+                         for data in (y, y_prime))
+        statistic = kng_log_ratio_statistic(manifold, x, y, y_prime, args.tau)
+    elif args.mechanism == "kng-mean":
         if args.epsilon is None:
             raise SystemExit("error: auditing the kng-mean mechanism needs --epsilon")
         claim = {"epsilon": args.epsilon}
@@ -416,8 +432,10 @@ def cmd_audit(args: argparse.Namespace) -> None:
             return lambda k, g: mech.sample(point, k, g)
 
         first, second = sampler(far), sampler(near)
-    result = audit_mechanism(first, second, projection_statistic(manifold, center, direction),
-                             args.samples, args.confidence, rng=args.seed, **options)
+    if statistic is None:
+        statistic = projection_statistic(manifold, center, direction)
+    result = audit_mechanism(first, second, statistic, args.samples, args.confidence, rng=args.seed,
+                             **options)
     audited, claimed = _audited(claim, result)
     emit({"mechanism": args.mechanism, "manifold": repr(manifold), "sensitivity": sensitivity,
           "claimed": claim, "audited_lower_bound": audited, **result.as_dict(),
@@ -638,7 +656,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "distance --sensitivity) and print a rigorous lower bound on its "
                                    "epsilon (or mu), next to the claim, as JSON.")
     p.add_argument("mechanism", choices=["laplace", "wrapped-laplace", "wrapped-gaussian",
-                                         "dp-rgd-step", "kng-mean"])
+                                         "dp-rgd-step", "kng-mean", "kng-regression"])
     p.add_argument("--manifold", default="sphere:2", help=SPEC_HELP)
     p.add_argument("--epsilon", type=float,
                    help="claimed epsilon (Laplace and KNG mechanisms; with --delta, Gaussian ones)")
@@ -648,8 +666,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rdp-epsilon", type=float, help="eps of a claimed (alpha, eps)-RDP (Gaussian)")
     p.add_argument("--sensitivity", type=float, default=0.1, help="distance between the neighbours")
     p.add_argument("--radius", type=float, default=0.5,
-                   help="kng-mean: radius of the data ball (neighbours differ in a record at each end)")
-    p.add_argument("--n", type=int, default=10, help="kng-mean: records in each data set")
+                   help="kng-mean: radius of the data ball (neighbours differ in a record at each "
+                        "end); kng-regression: radius of the footpoint ball (non-compact manifolds)")
+    p.add_argument("--n", type=int, default=10,
+                   help="kng-mean, kng-regression: records in each data set (kng-regression "
+                        "needs few, 2-5, for its exact sampler)")
+    p.add_argument("--tau", type=float, default=0.5, help="kng-regression: residual bound")
+    p.add_argument("--v-max", type=float, default=1.0, help="kng-regression: shooting-vector bound")
+    p.add_argument("--x-bound", type=float, default=1.0,
+                   help="kng-regression: the records' covariate (the largest |x| of the range)")
     p.add_argument("--samples", type=int, default=200_000, help="draws on each input")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bound")
     p.add_argument("--seed", type=int, help="seed (default: OS entropy)")

@@ -232,6 +232,23 @@ class Manifold(ABC):
         ap, av = self.exp_adjoints(np.expand_dims(p, -nd - 1), xs * np.expand_dims(v, -nd - 1), e)
         return np.mean(ap, axis=-nd - 1), np.mean(xs * av, axis=-nd - 1)
 
+    def mean_residual_adjoints(self, p: Array, v: Array, x: Array, y: Array,
+                               tau: float | None = None) -> tuple[Array, Array, Array]:
+        """The residuals of the geodesic t -> Exp_p(t v) at covariates x (n,) carried back to p:
+        ``mean_exp_adjoints`` of eps_i = Log_{yhat_i}(y_i), yhat_i = Exp_p(x_i v), each scaled to
+        norm at most ``tau`` when given, and rho_i = |Log_{yhat_i}(y_i)| (..., n). The regression
+        gradient's one pass over the records; SPD overrides it."""
+        nd = len(self.point_shape)
+        x = np.asarray(x, dtype=float)
+        xs = x.reshape(x.shape + (1,) * nd)
+        yhat = self.exp(np.expand_dims(p, -nd - 1), xs * np.expand_dims(v, -nd - 1))
+        eps = self.log(yhat, y)
+        rho = self.norm(yhat, eps)
+        if tau is not None:
+            factor = np.minimum(1.0, tau / np.maximum(rho, 1e-300))
+            eps = eps * factor.reshape(factor.shape + (1,) * nd)
+        return (*self.mean_exp_adjoints(p, v, x, eps), rho)
+
     # ----------------------------------------------------------------- projections
     @abstractmethod
     def project(self, x: Array) -> Array:

@@ -247,6 +247,32 @@ class AffineInvariantSPD(SPD):
         return (mx.congruence(lu, np.mean(cosh * z, axis=-3)),
                 mx.congruence(lu, np.mean(xs * sinhc * z, axis=-3)))
 
+    def mean_residual_adjoints(self, p: Array, v: Array, x: Array, y: Array,
+                               tau: float | None = None) -> tuple[Array, Array, Array]:
+        """In the frame of ``mean_exp_adjoints`` (M = U^T L^-1, L^-1 V L^-T = U diag(l) U^T):
+        yhat_i = F_i F_i^T with F_i = L U D_i^-1, D_i = diag(exp(-x_i l/2)), so
+        Log_{yhat_i}(y_i) = F_i E_i F_i^T with E_i = logm(D_i M y_i M^T D_i), rho_i = |E_i|_F,
+        and that residual carried back to p by the transport of ``exp_adjoints`` is E_i itself.
+        Per record: one congruence by the shared M, one symmetric logarithm, entrywise scalings;
+        no exponential, no second factorisation."""
+        l, linv = self._factor(p)
+        lam, vecs = mx.eigh(self._whiten(linv, v))
+        nd = len(self.point_shape)
+        x = np.asarray(x, dtype=float)
+        xs = x.reshape(x.shape + (1,) * nd)
+        frame = mx.matmul(np.swapaxes(vecs, -1, -2), linv)
+        total = np.expand_dims(lam[..., :, None] + lam[..., None, :], -3)
+        gaps = np.expand_dims(np.abs(lam[..., :, None] - lam[..., None, :]), -3)
+        w = mx.congruence(np.expand_dims(frame, -3), y) * np.exp(-0.5 * xs * total)
+        e = mx.funcm(w, np.log)
+        rho = np.sqrt(np.sum(e * e, axis=(-2, -1)))
+        if tau is not None:
+            e = e * np.minimum(1.0, tau / np.maximum(rho, 1e-300))[..., None, None]
+        cosh, sinhc = cosh_sinhc(0.5 * np.abs(xs) * gaps)
+        lu = mx.matmul(l, vecs)
+        return (mx.congruence(lu, np.mean(cosh * e, axis=-3)),
+                mx.congruence(lu, np.mean(xs * sinhc * e, axis=-3)), rho)
+
     def egrad_to_rgrad(self, p: Array, g: Array) -> Array:
         """P sym(G) P."""
         p = np.asarray(p, dtype=float)

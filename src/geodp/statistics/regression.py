@@ -61,21 +61,10 @@ def regression_gradient(manifold: Manifold, p: Array, v: Array, x: Array, y: Arr
     loss rho^2/2 (rho <= tau), tau rho - tau^2/2 (beyond), whose E is then returned. ``p`` and
     ``v`` may carry leading batch dimensions (several parameter pairs at once).
     """
-    nd = len(manifold.point_shape)
     p, v = np.asarray(p, dtype=float), np.asarray(v, dtype=float)
-    pe = np.expand_dims(p, -nd - 1)
-    xs = x.reshape(x.shape + (1,) * nd)
-    w = xs * np.expand_dims(v, -nd - 1)
-    yhat = manifold.exp(pe, w)
-    eps = manifold.log(yhat, y)
-    rho = manifold.norm(yhat, eps)
-    if tau is None:
-        loss = 0.5 * rho**2
-    else:
-        factor = np.minimum(1.0, tau / np.maximum(rho, 1e-300))
-        eps = eps * factor.reshape(factor.shape + (1,) * nd)
-        loss = np.where(rho <= tau, 0.5 * rho**2, tau * rho - 0.5 * tau**2)
-    ap, av = manifold.mean_exp_adjoints(p, v, x, eps)
+    ap, av, rho = manifold.mean_residual_adjoints(p, v, np.asarray(x, dtype=float), y, tau)
+    loss = 0.5 * rho**2 if tau is None else np.where(rho <= tau, 0.5 * rho**2,
+                                                       tau * rho - 0.5 * tau**2)
     return -ap, -av, np.mean(loss, axis=-1)
 
 

@@ -51,3 +51,12 @@ def safe_radius(manifold) -> float:
 @pytest.fixture(params=sorted(MANIFOLDS))
 def manifold(request):
     return MANIFOLDS[request.param]
+
+
+@pytest.fixture(params=["closed forms", "LAPACK"])
+def kernel_route(request, monkeypatch):
+    """Each n = 2, 3 matrix kernel route in turn, whatever the batch size."""
+    import geodp.manifolds._matrix as mx
+
+    monkeypatch.setattr(mx, "CLOSED_FORM_MIN_BATCH", 1 if request.param == "closed forms" else 10**9)
+    return request.param

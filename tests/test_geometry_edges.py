@@ -34,7 +34,7 @@ def dist_mpmath(p: np.ndarray, q: np.ndarray) -> float:
 
 
 @pytest.mark.parametrize("n", [2, 3])
-def test_tiny_eigenvalues_are_exact(n):
+def test_tiny_eigenvalues_are_exact(n, kernel_route):
     scales = np.array([1.0, 1e-8, 1e-15, 1e-16, 1e-17, 1e-100, 1e-300])
     mats = np.stack([np.diag(np.r_[np.ones(n - 1), s]) for s in scales])
     m = SPD(n)
@@ -47,7 +47,7 @@ def test_tiny_eigenvalues_are_exact(n):
 
 
 @pytest.mark.parametrize("n", [2, 3, 5])
-def test_ill_conditioned_distance_is_accurate_and_symmetric(n):
+def test_ill_conditioned_distance_is_accurate_and_symmetric(n, kernel_route):
     rng = np.random.default_rng(n)
     errors = []
     for _ in range(25):
@@ -104,7 +104,7 @@ def test_far_hyperboloid_points_warn():
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 6])
-def test_karcher_iteration_is_globally_convergent_on_ill_conditioned_data(n):
+def test_karcher_iteration_is_globally_convergent_on_ill_conditioned_data(n, kernel_route):
     rng = np.random.default_rng(10 + n)
     moderate = np.stack([ill_conditioned(n, 1e4, rng) for _ in range(40)])
     fit = frechet_mean(SPD(n), moderate, max_iter=2000)

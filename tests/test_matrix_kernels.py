@@ -12,6 +12,32 @@ from geodp.manifolds import _matrix as mx
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def closed_forms_on_every_batch():
+    """These tests are about the n = 2, 3 closed forms, which by default serve only batches of
+    ``CLOSED_FORM_MIN_BATCH`` matrices or more: here they serve every batch."""
+    default = mx.CLOSED_FORM_MIN_BATCH
+    mx.CLOSED_FORM_MIN_BATCH = 1
+    yield
+    mx.CLOSED_FORM_MIN_BATCH = default
+
+
+def test_small_batches_take_lapack_and_agree():
+    """By default a few matrices go to LAPACK (faster there); both routes agree."""
+    rng = np.random.default_rng(5)
+    a = random_sym(rng, 3, 8, False)
+    a = np.einsum("nij,nkj->nik", a, a) + np.eye(3)
+    closed = mx.eigvalsh(a), mx.funcm(a, np.log), mx.cholesky(a)[0]
+    mx.CLOSED_FORM_MIN_BATCH = 10**9
+    try:
+        assert not mx._closed_form(a)
+        lapack = mx.eigvalsh(a), mx.funcm(a, np.log), mx.cholesky(a)[0]
+    finally:
+        mx.CLOSED_FORM_MIN_BATCH = 1
+    for c, l_ in zip(closed, lapack):
+        assert np.allclose(c, l_, rtol=1e-12, atol=1e-12)
+
+
 def random_sym(rng, n, size, repeated):
     q, _ = np.linalg.qr(rng.standard_normal((size, n, n)))
     lam = rng.standard_normal((size, n)) * 10.0 ** rng.uniform(-6, 3, size=(size, 1))

@@ -27,8 +27,9 @@ def showing(show: bool = True) -> Iterator[None]:
         _SHOW.reset(token)
 
 
-def bar(total: int, desc: str, show: bool | None = None):
-    """A tqdm bar of ``total`` steps labelled ``desc``; ``show`` overrides the current setting.
+def bar(total: int | None, desc: str, show: bool | None = None):
+    """A tqdm bar of ``total`` steps (None: unknown, a counter) labelled ``desc``; ``show``
+    overrides the current setting.
     Use as a context manager and call ``update(k)``; a disabled bar costs nothing."""
     from tqdm import tqdm
 

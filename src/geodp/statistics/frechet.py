@@ -115,7 +115,7 @@ def frechet_mean(manifold: Manifold, points: Array, weights: Array | None = None
     t = np.full(batch, float(step))
     history = [value]
     it = 0
-    with bar(max_iter, "Karcher iteration (passes over the chunks)", show=None if data.chunked
+    with bar(None, "Fréchet mean: passes over the chunks", show=None if data.chunked
              else False) as meter:
         while True:
             active = gnorm > tol

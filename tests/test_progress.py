@@ -55,3 +55,18 @@ def test_cli_shows_bars_on_stderr_unless_quiet(monkeypatch, capsys, tmp_path):
                  "--norm-bound", "1", "--steps", "30", "--seed", "0", "--quiet"]) == 0
     json.loads(capsys.readouterr().out)
     assert term.getvalue() == ""
+
+
+def test_chunked_mean_counts_its_passes_and_in_memory_stays_quiet(monkeypatch):
+    da = __import__("pytest").importorskip("dask.array")
+    from geodp.statistics import frechet_mean
+
+    m = Sphere(2)
+    x = m.random_ball(np.array([0.0, 0, 1]), 0.3, 400, 0)
+    monkeypatch.setattr("sys.stderr", term := Terminal())
+    with progress.showing():
+        frechet_mean(m, x)
+    assert term.getvalue() == "", "in memory a pass takes milliseconds: no bar"
+    with progress.showing():
+        frechet_mean(m, da.from_array(x, chunks=100))
+    assert "passes over the chunks" in term.getvalue() and "gradient_norm" in term.getvalue()

@@ -69,4 +69,4 @@ def test_chunked_mean_counts_its_passes_and_in_memory_stays_quiet(monkeypatch):
     assert term.getvalue() == "", "in memory a pass takes milliseconds: no bar"
     with progress.showing():
         frechet_mean(m, da.from_array(x, chunks=100))
-    assert "passes over the chunks" in term.getvalue() and "gradient_norm" in term.getvalue()
+    assert "passes over the chunks" in term.getvalue()

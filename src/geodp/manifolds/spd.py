@@ -226,52 +226,49 @@ class AffineInvariantSPD(SPD):
         cosh, sinhc = cosh_sinhc(0.5 * np.abs(lam[..., :, None] - lam[..., None, :]))
         return mx.congruence(lu, cosh * z), mx.congruence(lu, sinhc * z)
 
-    def mean_exp_adjoints(self, p: Array, v: Array, x: Array, e: Array) -> tuple[Array, Array]:
-        """``exp_adjoints`` averaged over records with shooting vectors x_i v: L^-1 (x_i V) L^-T =
-        U diag(x_i l) U^T shares the eigenvectors U of the whitened V, so one eigendecomposition
-        serves every record; each record costs one congruence by U^T L^-1 and entrywise scalings
-        by exp(-x_i (l_j + l_k)/2) and cosh or sinhc(x_i |l_j - l_k|/2), and the mean maps back
-        once."""
+    def _record_frame(self, p: Array, v: Array, x: Array, a: Array) -> tuple[Array, tuple]:
+        """The frame of the geodesics t -> Exp_p(t x_i v): with P = L L^T and L^-1 V L^-T =
+        U diag(l) U^T (one eigendecomposition for every record, as x_i V has the same
+        eigenvectors), the symmetric a_i in T_{Exp_p(x_i v)} as D_i M a_i M^T D_i, M = U^T L^-1,
+        D_i = diag(exp(-x_i l/2)) (transported back to p, in the frame); and what ``_mean_back``
+        needs."""
         l, linv = self._factor(p)
         lam, vecs = mx.eigh(self._whiten(linv, v))
-        nd = len(self.point_shape)
         x = np.asarray(x, dtype=float)
-        xs = x.reshape(x.shape + (1,) * nd)
+        xs = x.reshape(x.shape + (1,) * len(self.point_shape))
         frame = mx.matmul(np.swapaxes(vecs, -1, -2), linv)
-        z = mx.congruence(np.expand_dims(frame, -3), e)
         total = np.expand_dims(lam[..., :, None] + lam[..., None, :], -3)
         gaps = np.expand_dims(np.abs(lam[..., :, None] - lam[..., None, :]), -3)
-        z = z * np.exp(-0.5 * xs * total)
+        moved = mx.congruence(np.expand_dims(frame, -3), a) * np.exp(-0.5 * xs * total)
+        return moved, (xs, gaps, mx.matmul(l, vecs))
+
+    @staticmethod
+    def _mean_back(z: Array, frame: tuple) -> tuple[Array, Array]:
+        """The Jacobi fields' adjoints on E_jk are cosh and sinhc(x_i |l_j - l_k|/2): their means
+        over the records, mapped back by L U . U^T L^T."""
+        xs, gaps, lu = frame
         cosh, sinhc = cosh_sinhc(0.5 * np.abs(xs) * gaps)
-        lu = mx.matmul(l, vecs)
         return (mx.congruence(lu, np.mean(cosh * z, axis=-3)),
                 mx.congruence(lu, np.mean(xs * sinhc * z, axis=-3)))
 
+    def mean_exp_adjoints(self, p: Array, v: Array, x: Array, e: Array) -> tuple[Array, Array]:
+        """``exp_adjoints`` averaged over records with shooting vectors x_i v, in the records'
+        shared frame (``_record_frame``): one congruence and entrywise scalings per record."""
+        return self._mean_back(*self._record_frame(p, v, x, e))
+
     def mean_residual_adjoints(self, p: Array, v: Array, x: Array, y: Array,
                                tau: float | None = None) -> tuple[Array, Array, Array]:
-        """In the frame of ``mean_exp_adjoints`` (M = U^T L^-1, L^-1 V L^-T = U diag(l) U^T):
-        yhat_i = F_i F_i^T with F_i = L U D_i^-1, D_i = diag(exp(-x_i l/2)), so
+        """In the records' frame: yhat_i = F_i F_i^T with F_i = L U D_i^-1, so
         Log_{yhat_i}(y_i) = F_i E_i F_i^T with E_i = logm(D_i M y_i M^T D_i), rho_i = |E_i|_F,
         and that residual carried back to p by the transport of ``exp_adjoints`` is E_i itself.
         Per record: one congruence by the shared M, one symmetric logarithm, entrywise scalings;
         no exponential, no second factorisation."""
-        l, linv = self._factor(p)
-        lam, vecs = mx.eigh(self._whiten(linv, v))
-        nd = len(self.point_shape)
-        x = np.asarray(x, dtype=float)
-        xs = x.reshape(x.shape + (1,) * nd)
-        frame = mx.matmul(np.swapaxes(vecs, -1, -2), linv)
-        total = np.expand_dims(lam[..., :, None] + lam[..., None, :], -3)
-        gaps = np.expand_dims(np.abs(lam[..., :, None] - lam[..., None, :]), -3)
-        w = mx.congruence(np.expand_dims(frame, -3), y) * np.exp(-0.5 * xs * total)
+        w, frame = self._record_frame(p, v, x, y)
         e = mx.funcm(w, np.log)
         rho = np.sqrt(np.sum(e * e, axis=(-2, -1)))
         if tau is not None:
             e = e * np.minimum(1.0, tau / np.maximum(rho, 1e-300))[..., None, None]
-        cosh, sinhc = cosh_sinhc(0.5 * np.abs(xs) * gaps)
-        lu = mx.matmul(l, vecs)
-        return (mx.congruence(lu, np.mean(cosh * e, axis=-3)),
-                mx.congruence(lu, np.mean(xs * sinhc * e, axis=-3)), rho)
+        return (*self._mean_back(e, frame), rho)
 
     def egrad_to_rgrad(self, p: Array, g: Array) -> Array:
         """P sym(G) P."""

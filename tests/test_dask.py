@@ -169,7 +169,7 @@ def _slow_chunk(index: int, size: int) -> np.ndarray:
     return cloud(Sphere(2), size, seed=100 + index)
 
 
-def test_local_cluster_survives_a_killed_worker():
+def test_local_cluster_survives_a_killed_worker(tmp_path, capsys):
     """A real dask.distributed LocalCluster (processes): the mean equals the in-memory one,
     also when a worker process is killed in the middle of the iteration (Dask reruns its
     tasks); a bad chunk raises on the client, naming it."""
@@ -199,6 +199,15 @@ def test_local_cluster_survives_a_killed_worker():
                                                                 == 7 else 1.0), dtype=float)
         with pytest.raises(ValueError, match=r"chunk 7 \(records 3500 to 3999\)"):
             frechet_mean(m, bad)
+        from geodp.cli import main
+        import json
+
+        np.save(tmp_path / "points.npy", cloud(m, 300, seed=3))
+        assert main(["mean", str(tmp_path / "points.npy"), "--manifold", "sphere:2", "--scheduler",
+                     cluster.scheduler_address, "--quiet"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        expect = frechet_mean(m, cloud(m, 300, seed=3)).mean
+        assert out["n"] == 300 and float(m.dist(np.array(out["value"]), expect)) < 1e-9
 
 
 def regression_data(manifold, n, seed):

@@ -3,6 +3,7 @@ charged on failure, and a real multi-process cluster that survives a killed work
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -17,6 +18,7 @@ dask = pytest.importorskip("dask")
 
 import geodp
 from geodp.chunked import ChunkedSample, local_cluster
+from geodp.cli import main
 from geodp.datasets import load, open_chunked
 from geodp.learn.dp_rgd import _chunked_batch_sum
 from geodp.manifolds import SPD, Hyperbolic, Sphere
@@ -150,12 +152,8 @@ def test_open_chunked_readers_and_cli(tmp_path, capsys):
     with pytest.raises(FileNotFoundError):
         open_chunked(tmp_path / "missing")
 
-    from geodp.cli import main
-
     expect = frechet_mean(ds.manifold, ds.points, on_spread="ignore").mean
     assert main(["mean", str(tmp_path / "p.zarr"), "--manifold", "sphere:2", "--workers", "1"]) == 0
-    import json
-
     out = json.loads(capsys.readouterr().out)
     assert out["n"] == 50 and float(ds.manifold.dist(np.array(out["value"]), expect)) < 1e-9
     assert main(["mean", "cities", "--workers", "1"]) == 2
@@ -199,9 +197,6 @@ def test_local_cluster_survives_a_killed_worker(tmp_path, capsys):
                                                                 == 7 else 1.0), dtype=float)
         with pytest.raises(ValueError, match=r"chunk 7 \(records 3500 to 3999\)"):
             frechet_mean(m, bad)
-        from geodp.cli import main
-        import json
-
         np.save(tmp_path / "points.npy", cloud(m, 300, seed=3))
         assert main(["mean", str(tmp_path / "points.npy"), "--manifold", "sphere:2", "--scheduler",
                      cluster.scheduler_address, "--quiet"]) == 0

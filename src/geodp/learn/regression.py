@@ -12,11 +12,13 @@ from ..mechanisms.kng import BundleDomain, KNormGradient, sample_bundle
 from ..privacy import BudgetLedger, PureDP
 from ..privacy.conversions import check_positive
 from ..statistics import ConvergenceWarning
-from ..statistics.regression import (ROWS_TIMES_PARAMETERS, RegressionSample, fit_regression,
-                                     regression_gradient)
+from ..statistics.regression import RegressionSample, fit_regression, regression_gradient
 from ..statistics.sensitivity import regression_sensitivity
 from .data_ball import check_representable, into_ball
 from .release import Release, reserved
+
+#: Largest (states x records) temporary of the sampler's gradient field in memory, in bytes.
+STATES_TIMES_RECORDS_BYTES = 2**23
 
 RELEASES = ("joint", "sequential")
 
@@ -161,9 +163,11 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
 
         def gradient(p, v):
             """The gradient field at a batch of states; in memory, blocks of states keep the
-            (states x records) temporaries in cache (2.5x on the sampler's 1000-state pilot)."""
+            (states x records) temporaries to about 8 MiB (2.5x on the SPD(3) sampler's
+            1000-state pilot)."""
             batch = int(np.prod(np.shape(p)[:np.ndim(p) - len(manifold.point_shape)], dtype=int))
-            block = batch if data.chunked else max(1, ROWS_TIMES_PARAMETERS // (2 * n))
+            size = int(np.prod(manifold.point_shape))
+            block = batch if data.chunked else max(1, STATES_TIMES_RECORDS_BYTES // (8 * n * size))
             if np.ndim(p) == len(manifold.point_shape) or batch <= block:
                 return data.mean(lambda xs, ys: regression_gradient(manifold, p, v, xs, ys, tau)[:2],
                                  batch)

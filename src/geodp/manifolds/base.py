@@ -75,23 +75,34 @@ def space_form_exp_adjoints(p: Array, v: Array, e: Array, sign: float, radius: f
     the parallel part as it is, so each adjoint is that same scaling of the transported e.
     """
     p, v, e = (np.asarray(a, dtype=float) for a in (p, v, e))
-    size = np.sqrt(np.maximum(inner(p, v, v), 0.0))
-    t = size / radius
-    u = v / np.where(size > 0, size, 1.0)[..., None]
-    if sign > 0:
-        sn, cs, snc = np.sin(t), np.cos(t), sinc(t)
-    else:
-        cs, snc = cosh_sinhc(t)
-        sn = snc * t
+    size, u = _length_and_direction(p, v, inner)
+    sn, cs, snc = _space_form_jacobi(size / radius, sign)
     e1 = (-sign * sn / radius)[..., None] * p + cs[..., None] * u
     b = inner(p, e1, e)
     perp = e - b[..., None] * e1
     par = b[..., None] * u
+    return (_onto_tangent(p, par + cs[..., None] * perp, sign, radius, inner),
+            _onto_tangent(p, par + snc[..., None] * perp, sign, radius, inner))
 
-    def tangent(r: Array) -> Array:  # rounding at a far Exp_p(v), amplified by cs, leaves T_p
-        return r - (sign * inner(p, p, r) / radius**2)[..., None] * p
 
-    return tangent(par + cs[..., None] * perp), tangent(par + snc[..., None] * perp)
+def _length_and_direction(p: Array, v: Array, inner: Callable) -> tuple[Array, Array]:
+    """|v| and v/|v| (0 where v = 0)."""
+    size = np.sqrt(np.maximum(inner(p, v, v), 0.0))
+    return size, v / np.where(size > 0, size, 1.0)[..., None]
+
+
+def _space_form_jacobi(t: Array, sign: float) -> tuple[Array, Array, Array]:
+    """sn(t), cs(t) and sn(t)/t: sin, cos on a sphere (sign = 1), sinh, cosh on a hyperboloid."""
+    if sign > 0:
+        return np.sin(t), np.cos(t), sinc(t)
+    cs, snc = cosh_sinhc(t)
+    return snc * t, cs, snc
+
+
+def _onto_tangent(p: Array, r: Array, sign: float, radius: float, inner: Callable) -> Array:
+    """r with its component along p removed: rounding at a far Exp_p(v), amplified by cs, would
+    otherwise leave T_p."""
+    return r - (sign * inner(p, p, r) / radius**2)[..., None] * p
 
 
 def space_form_mean_exp_adjoints(p: Array, v: Array, x: Array, e: Array, sign: float, radius: float,
@@ -110,14 +121,8 @@ def space_form_mean_exp_adjoints(p: Array, v: Array, x: Array, e: Array, sign: f
     p, v, e = (np.asarray(a, dtype=float) for a in (p, v, e))
     x = np.asarray(x, dtype=float)
     n = x.shape[-1]
-    size = np.sqrt(np.maximum(inner(p, v, v), 0.0))
-    u = v / np.where(size > 0, size, 1.0)[..., None]
-    t = np.abs(x) * size[..., None] / radius
-    if sign > 0:
-        sn, cs, snc = np.sin(t), np.cos(t), sinc(t)
-    else:
-        cs, snc = cosh_sinhc(t)
-        sn = snc * t
+    size, u = _length_and_direction(p, v, inner)
+    sn, cs, snc = _space_form_jacobi(np.abs(x) * size[..., None] / radius, sign)
     a = -sign * sn / radius
     s = np.sign(x)
     b = a * inner(p[..., None, :], p[..., None, :], e) + cs * s * inner(p[..., None, :], u[..., None, :], e)
@@ -129,11 +134,7 @@ def space_form_mean_exp_adjoints(p: Array, v: Array, x: Array, e: Array, sign: f
 
     dp = mean_of(cs, (1.0 - cs * cs) * b * s)
     dv = mean_of(x * snc, x * (1.0 - snc * cs) * b * s)
-
-    def tangent(r: Array) -> Array:
-        return r - (sign * inner(p, p, r) / radius**2)[..., None] * p
-
-    return tangent(dp), tangent(dv)
+    return (_onto_tangent(p, dp, sign, radius, inner), _onto_tangent(p, dv, sign, radius, inner))
 
 
 class Manifold(ABC):

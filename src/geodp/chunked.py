@@ -161,22 +161,20 @@ class ChunkedSample:
             if c.shape != (self.n,):
                 raise ValueError(f"covariates must have shape ({self.n},), got {c.shape}")
             self._covariates = list(c.rechunk((sizes,)).to_delayed().ravel())
-        self._total_weight = float(self.n)
-        if not validate and weights is None:
-            return
-        self._total_weight = 1.0
+        self._total_weight = float(self.n) if weights is None else 1.0
+        if validate or weights is not None:
+            def check(x: Array, w: Array, *covariates: Array) -> Array:
+                if validate and manifold is not None:
+                    manifold.check_point(x)
+                if np.any(w < 0) or not np.all(np.isfinite(w)):
+                    raise ValueError("weights must be finite and non-negative")
+                return np.sum(w)
 
-        def check(x: Array, w: Array, *covariates: Array) -> Array:
-            if validate and manifold is not None:
-                manifold.check_point(x)
-            if np.any(w < 0) or not np.all(np.isfinite(w)):
-                raise ValueError("weights must be finite and non-negative")
-            return np.sum(w)
-
-        total_weight = float(self.total(check))
-        if not total_weight > 0:
-            raise ValueError("the weights sum to zero")
-        self._total_weight = total_weight if weights is not None else float(self.n)
+            total_weight = float(self.reduce(check, _add))
+            if weights is not None:
+                if not total_weight > 0:
+                    raise ValueError("the weights sum to zero")
+                self._total_weight = total_weight
 
     def reduce(self, kernel: Callable, combine: Callable[[Any, Any], Any],
                with_position: bool = False) -> Any:

@@ -85,16 +85,18 @@ class RegressionSample:
     Built once (a distributed pass for chunked data: responses checked on the manifold, covariates
     finite, and their count, sums and range), then read through ``mean(kernel)``: the mean over the
     records of kernel(x_block, y_block), a tuple of block means. Chunked when ``y`` is a
-    ``dask.array.Array``; ``x`` is then cut like it (a NumPy or dask vector).
+    ``dask.array.Array``; ``x`` is then cut like it (a NumPy or dask vector). ``validate=False``
+    skips the responses' check, for records checked already.
     """
 
-    def __init__(self, manifold: Manifold, x: Array, y: Array):
+    def __init__(self, manifold: Manifold, x: Array, y: Array, validate: bool = True):
         self.manifold = manifold
         if is_chunked(y):
             sample = ChunkedSample(manifold, y, validate=False, covariates=x)
 
             def summary(ys: Array, ws: Array, xs: Array) -> Array:
-                manifold.check_point(ys)
+                if validate:
+                    manifold.check_point(ys)
                 check_covariates(xs)
                 return np.array([np.sum(xs), np.sum(xs * xs), np.min(xs), np.max(xs)])
 
@@ -102,7 +104,7 @@ class RegressionSample:
                 [a[0] + b[0], a[1] + b[1], min(a[2], b[2]), max(a[3], b[3])]))
             self.n, self.x, self.y, self._chunked = sample.n, x, y, sample
         else:
-            y = manifold.check_point(y)
+            y = manifold.check_point(y) if validate else y
             if y.ndim != len(manifold.point_shape) + 1:
                 raise ValueError(f"responses must have shape (n, *{manifold.point_shape}), got {y.shape}")
             x = check_covariates(x, len(y))
@@ -136,14 +138,18 @@ class RegressionSample:
         return self.y if self._chunked is None else ChunkedSample(self.manifold, self.y, validate=False)
 
     def covariates_outside(self, lo: float, hi: float) -> int:
-        """How many covariates lie outside [lo, hi]."""
+        """How many covariates lie outside [lo, hi] (no pass over the records when their range
+        lies inside)."""
+        if lo <= self.x_min and self.x_max <= hi:
+            return 0
         if self._chunked is None:
             return int(np.sum((self.x < lo) | (self.x > hi)))
         return int(self._chunked.reduce(lambda ys, ws, xs: np.sum((xs < lo) | (xs > hi)), np.add))
 
     def clipped(self, lo: float, hi: float) -> RegressionSample:
-        """The records with covariates clipped into [lo, hi] (lazily when chunked)."""
-        return RegressionSample(self.manifold, np.clip(self.x, lo, hi), self.y)
+        """The records with covariates clipped into [lo, hi] (lazily when chunked); the responses
+        are not checked again."""
+        return RegressionSample(self.manifold, np.clip(self.x, lo, hi), self.y, validate=False)
 
     def preconditioner(self) -> Array:
         """M^-1 for M = [[1, mean x], [mean x, mean x^2]], the Hessian's covariate structure in the

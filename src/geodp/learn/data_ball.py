@@ -59,19 +59,19 @@ def enforce_ball(manifold: Manifold, points: Array | ChunkedSample, center: Arra
     applied lazily, chunk by chunk; the records never reach the client.
     """
     check_representable(manifold, center, radius)
-    n = points.n if isinstance(points, ChunkedSample) else len(points)
-    if isinstance(points, ChunkedSample):
+    chunked = isinstance(points, ChunkedSample)
+    if chunked:
         def outside_and_farthest(x: Array, w: Array) -> Array:
             d = manifold.dist(center, manifold.check_point(x))
             return np.array([np.sum(d > radius), np.max(d)])
 
         count, farthest = points.reduce(
             outside_and_farthest, lambda a, b: np.array([a[0] + b[0], max(a[1], b[1])]))
-        count = int(count)
+        n, count = points.n, int(count)
     else:
         d = manifold.dist(center, points)
         outside = d > radius
-        count, farthest = int(outside.sum()), float(d.max())
+        n, count, farthest = len(points), int(outside.sum()), float(d.max())
     if count == 0:
         return points, 0
     if not clip:
@@ -79,7 +79,7 @@ def enforce_ball(manifold: Manifold, points: Array | ChunkedSample, center: Arra
             f"{count} of {n} points lie outside the ball of radius {radius:g} around the center "
             f"(farthest at distance {farthest:.6g}); the sensitivity bound does not hold for them. "
             f"Pass clip=True to move them onto the boundary, or choose a larger public radius")
-    if isinstance(points, ChunkedSample):
+    if chunked:
         clipped = points.map_points(lambda x: into_ball(manifold, x, center, radius)[0])
     else:
         clipped, _ = into_ball(manifold, points, center, radius, outside)

@@ -152,9 +152,8 @@ def kng_mean_draws(manifold: Manifold, points: Array | ChunkedSample, minimiser:
     return draws, info, lam
 
 
-def _kng_mean(manifold, x, fit, target, center, radius, ledger, rng, clipped) -> Release:
+def _kng_mean(manifold, x, n, fit, target, center, radius, ledger, rng, clipped) -> Release:
     """The Fréchet mean by the K-norm gradient mechanism (see ``private_frechet_mean``)."""
-    n = x.n if isinstance(x, ChunkedSample) else len(x)
     mech = KNormGradient(kng_mean_sensitivity(manifold, radius, n), target.epsilon)
     with reserved(ledger, target, f"Fréchet mean (kng, {target.describe()})"):
         value, info, lam = kng_mean_draws(manifold, x, fit.mean, center, radius, mech.scale, rng)
@@ -280,7 +279,7 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
         raise RuntimeError("the Fréchet mean did not converge; the sensitivity bound needs the "
                            "exact minimiser")
     if mechanism == "kng":
-        return _kng_mean(manifold, x, fit, target, center, radius, ledger, rng, clipped)
+        return _kng_mean(manifold, x, n, fit, target, center, radius, ledger, rng, clipped)
     main, fp_mech = target, None
     if wrapped and fixed_footpoint is None:
         eps_fp, main = split_guarantee(target, footpoint_budget)

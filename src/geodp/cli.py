@@ -55,18 +55,11 @@ def read_points(source: str, manifold: Manifold | None, chunked: bool = False
     Anything else is refused with the shapes found and expected (a record split over two
     "points" would void the stated guarantee).
     """
-    if chunked:
-        if source in datasets.names() or Path(source).suffix == ".csv":
-            raise SystemExit("error: --scheduler and --workers read chunked inputs: a .npy file, a "
-                             "directory of .npy files or a Zarr array")
-        if manifold is None:
-            raise SystemExit("error: --manifold is required when reading points from a file")
-        points = datasets.open_chunked(source)
-        if points.ndim != len(manifold.point_shape) + 1 or points.shape[1:] != manifold.point_shape:
-            raise SystemExit(f"error: {source!r} holds records of shape {points.shape[1:]}; "
-                             f"{manifold!r} needs {manifold.point_shape}: one point per record")
-        return points, manifold
+    not_chunked = ("error: --scheduler and --workers read chunked inputs: a .npy file, a "
+                   "directory of .npy files or a Zarr array")
     if source in datasets.names():
+        if chunked:
+            raise SystemExit(not_chunked)
         ds = datasets.load(source)
         if manifold is not None and repr(manifold) != repr(ds.manifold):
             raise SystemExit(f"error: data set {source!r} lives on {ds.manifold!r}, not {manifold!r}")
@@ -78,6 +71,14 @@ def read_points(source: str, manifold: Manifold | None, chunked: bool = False
     if manifold is None:
         raise SystemExit("error: --manifold is required when reading points from a file")
     shape = manifold.point_shape
+    if chunked:
+        if path.suffix == ".csv":
+            raise SystemExit(not_chunked)
+        points = datasets.open_chunked(source)
+        if points.ndim != len(shape) + 1 or points.shape[1:] != shape:
+            raise SystemExit(f"error: {source!r} holds records of shape {points.shape[1:]}; "
+                             f"{manifold!r} needs {shape}: one point per record")
+        return points, manifold
     size = int(np.prod(shape))
     if path.suffix == ".npy":
         try:
@@ -383,6 +384,7 @@ def cmd_audit(args: argparse.Namespace) -> None:
     from .mechanisms import RiemannianLaplace, WrappedGaussian, WrappedLaplace
     from .mechanisms.kng import KNormGradient
     from .privacy import laplace_scale
+    from .learn.regression import is_compact
     from .statistics.sensitivity import kng_mean_sensitivity, regression_sensitivity
 
     manifold = _manifold_arg(args.manifold)
@@ -397,8 +399,7 @@ def cmd_audit(args: argparse.Namespace) -> None:
         sensitivity = regression_sensitivity(manifold, args.n, args.tau, args.x_bound,
                                              args.v_max)["joint"]
         scale = KNormGradient(sensitivity, args.epsilon).scale
-        radius = None if np.isfinite(manifold.injectivity_radius) and \
-            manifold.curvature_bounds[0] >= 0 else args.radius
+        radius = None if is_compact(manifold) else args.radius
         first, second = (kng_regression_sampler(manifold, x, data, args.tau, args.v_max, scale,
                                                 center if radius else None, radius)
                          for data in (y, y_prime))

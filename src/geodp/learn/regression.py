@@ -39,11 +39,16 @@ def _shortened(manifold: Manifold, p: Array, v: Array, v_max: float) -> Array:
     return v * (0.99 * v_max / size) if size > 0.99 * v_max else v
 
 
+def is_compact(manifold: Manifold) -> bool:
+    """Positively curved with a finite injectivity radius (spheres, Kendall's shape space): the
+    footpoint domain may then be the whole space."""
+    return bool(np.isfinite(manifold.injectivity_radius) and manifold.curvature_bounds[0] > 0)
+
+
 def _domain_ball(manifold: Manifold, center, radius) -> tuple[Array, float | None]:
     """The public footpoint ball; on a compact manifold radius None means the whole space."""
-    compact = np.isfinite(manifold.injectivity_radius) and manifold.curvature_bounds[0] > 0
     if radius is None:
-        if not compact:
+        if not is_compact(manifold):
             raise ValueError(f"{manifold!r} is not compact: give center and radius of the public "
                              f"footpoint ball (the K-norm gradient density needs a compact domain)")
         if center is None:  # any fixed point: uniform proposals cover the whole space from it

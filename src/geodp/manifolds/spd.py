@@ -142,9 +142,13 @@ class AffineInvariantSPD(SPD):
 
     @threaded
     def exp(self, p: Array, v: Array) -> Array:
-        """Exp_P(V) = L expm(L^-1 V L^-T) L^T with P = L L^T."""
+        """Exp_P(V) = L expm(L^-1 V L^-T) L^T with P = L L^T (for n > 3 expm by scaling and
+        squaring where it is accurate, ``expm_sym``)."""
         l, linv = self._factor(p)
-        return self._unwhiten(l, self._whiten(linv, v), np.exp)
+        z = self._whiten(linv, v)
+        if self.n <= 3:
+            return self._unwhiten(l, z, np.exp)
+        return mx.congruence(l, mx.expm_sym(z), lower=True)
 
     @threaded
     def log(self, p: Array, q: Array) -> Array:

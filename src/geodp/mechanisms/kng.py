@@ -151,18 +151,24 @@ class _Chart:
         v = m.to_tangent(p, m.transport(self.p0, p, self.v0 + m.from_coords(self.p0, b)))
         return np.stack([p, v], axis=1)
 
+    def log_volume(self, a: Array, xi: Array | None = None) -> Array:
+        """log J_p0 at footpoint coordinates ``a`` (``xi``: the same as a tangent vector, if known),
+        +inf outside the chart, |a| >= inj/2, so that the independence proposal's log density
+        there is -inf."""
+        m = self.m
+        xi = m.from_coords(self.p0, a) if xi is None else xi
+        with np.errstate(divide="ignore", invalid="ignore"):  # beyond the chart: masked below
+            log_j = np.log(m.volume_density(self.p0, xi))
+        return np.where(np.linalg.norm(a, axis=1) < 0.5 * m.injectivity_radius, log_j, np.inf)
+
     def from_state(self, state: Array) -> tuple[Array, Array]:
-        """Coordinates of each state, and the log volume density there (+inf outside the chart,
-        |a| >= inj/2, so that the independence proposal's log density there is -inf)."""
+        """Coordinates of each state, and the log volume density there (``log_volume``)."""
         m = self.m
         p, v = state[:, 0], state[:, 1]
         log_p = m.log(self.p0, p)
         a = m.to_coords(self.p0, log_p)
         b = m.to_coords(self.p0, m.transport(p, self.p0, v)) - m.to_coords(self.p0, self.v0)
-        with np.errstate(divide="ignore"):
-            log_j = np.log(m.volume_density(self.p0, log_p))
-        log_j = np.where(np.linalg.norm(a, axis=1) < 0.5 * m.injectivity_radius, log_j, np.inf)
-        return np.concatenate([(a, b)[part] for part in self.parts], axis=1), log_j
+        return np.concatenate([(a, b)[part] for part in self.parts], axis=1), self.log_volume(a, log_p)
 
     def gradient(self, gradient: Gradient, delta: Array) -> Array:
         """The moving parts of the gradient at the states of ``delta``, transported back to p0, in
@@ -222,8 +228,7 @@ def _independence_proposal(domain: BundleDomain, start: Array, gradient: Gradien
         u = rng.standard_normal((k, chart.size))
         u *= (rng.gamma(chart.size, scale, k) / np.linalg.norm(u, axis=1))[:, None]
         delta = centre + u @ b_inv
-        state = chart.to_state(delta)
-        return state, log_density(delta, chart.from_state(state)[1])
+        return chart.to_state(delta), log_density(delta, chart.log_volume(chart._split(delta)[0]))
 
     return chart, draw, log_density
 
@@ -306,7 +311,7 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
             y[jump] = fresh
             with np.errstate(invalid="ignore"):
                 log_h[jump] = np.where(np.isfinite(log_q_fresh), log_q_here - log_q_fresh, -np.inf)
-        return y, log_h
+        return y, log_h, ~jump
 
     chains = max(chains, size)
     init = np.repeat(np.asarray(start, dtype=float)[None], chains, axis=0)

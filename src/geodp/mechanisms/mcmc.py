@@ -19,6 +19,9 @@ from ..progress import bar
 
 Array = np.ndarray
 
+#: Iterations between two step-size updates during the first half of the burn-in.
+ADAPT_EVERY = 10
+
 
 @dataclass
 class MCMCDiagnostics:
@@ -76,9 +79,11 @@ def run_chains(state: Array, log_target: Callable[[Array], Array],
                ) -> tuple[Array, MCMCDiagnostics]:
     """Metropolis-Hastings on a stack of independent chains (``state`` has the chains first).
 
-    ``propose(state, step, rng)`` returns the proposals and the log Hastings correction
-    log q(y -> x) - log q(x -> y) of each (-inf rejects a proposal outright). The step size is
-    tuned towards ``target_rate`` during the first half of the burn-in and then frozen, so the
+    ``propose(state, step, rng)`` returns the proposals, the log Hastings correction
+    log q(y -> x) - log q(x -> y) of each (-inf rejects a proposal outright) and which of them
+    the step size scales (a mixture may also propose moves that do not depend on it). The step
+    size is tuned towards ``target_rate`` on those proposals during the first half of the burn-in,
+    every ``ADAPT_EVERY`` iterations (log step += acceptance - target), and then frozen, so the
     kept part is a valid MH chain; diagnostics are computed on ``summary`` (default: the log
     target) over the last ``trace_length`` iterations.
     """
@@ -93,16 +98,16 @@ def run_chains(state: Array, log_target: Callable[[Array], Array],
     with bar(burn_in + trace_length, f"MCMC ({chains} chains)") as meter:
         for it in range(burn_in + trace_length):
             meter.update(1)
-            y, log_hastings = propose(x, step, rng)
+            y, log_hastings, scaled = propose(x, step, rng)
             lq = log_target(y)
             with np.errstate(invalid="ignore"):
                 ok = np.log(rng.random(chains)) < lq - lp + log_hastings
             x = np.where(ok.reshape((chains,) + (1,) * (x.ndim - 1)), y, x)
             lp = np.where(ok, lq, lp)
             if it < burn_in // 2:
-                window_acc += ok.sum()
-                window += chains
-                if window >= 50 * chains:
+                window_acc += np.sum(ok & scaled)
+                window += np.sum(scaled)
+                if (it + 1) % ADAPT_EVERY == 0 and window:
                     step = min(step * np.exp(window_acc / window - target_rate), max_step)
                     window_acc, window = 0, 0
             elif it >= burn_in:
@@ -136,7 +141,8 @@ def metropolis_hastings(manifold: Manifold, log_target: Callable[[Array], Array]
         with np.errstate(divide="ignore", invalid="ignore"):  # |xi| >= inj/2 is rejected below
             log_hastings = np.log(manifold.volume_density(x, xi)) - np.log(
                 manifold.volume_density(y, manifold.log(y, x)))
-        return y, np.where(np.linalg.norm(c, axis=1) < limit, log_hastings, -np.inf)
+        return (y, np.where(np.linalg.norm(c, axis=1) < limit, log_hastings, -np.inf),
+                np.ones(len(y), dtype=bool))
 
     return run_chains(x, log_target, propose, rng, burn_in, trace_length, step, limit,
                       summary or (lambda y: manifold.dist(init[0], y)))

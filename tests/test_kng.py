@@ -115,6 +115,45 @@ def test_bundle_sampler_matches_the_kng_density_on_the_circle(method):
     assert stats.chisquare(observed, expected).pvalue > ALPHA
 
 
+def test_unmixed_chains_give_way_to_the_exact_sampler(monkeypatch):
+    """Chains judged unmixed (here: every run, R-hat limit 0) are replaced by an exact draw when
+    the uniform law accepts at least FALLBACK_ACCEPTANCE, and the release says why; when it
+    accepts less, the chain's state is returned with a MixingWarning."""
+    import geodp.mechanisms.kng as kng
+
+    m = Sphere(1)
+    x, y = _circle_regression()
+    domain = BundleDomain(m, np.array([1.0, 0.0]), None, 2.0)
+
+    def gradient(p, v):
+        return regression_gradient(m, p, v, x, y, 0.5)[:2]
+
+    start = np.stack([circle(0.7), np.zeros(2)])
+    run = dict(size=2, burn_in=4, trace_length=8, min_acceptance=2.0)
+    monkeypatch.setattr(kng, "R_HAT_LIMIT", 0.0)
+    states, info = sample_bundle(domain, gradient, start, 0.08, np.random.default_rng(1), **run)
+    assert info.exact and "did not mix" in info.notes[0] and np.all(domain.contains(states))
+    monkeypatch.setattr(kng, "FALLBACK_ACCEPTANCE", 2.0)
+    with pytest.warns(kng.MixingWarning, match="not mixed"):
+        _, info = sample_bundle(domain, gradient, start, 0.08, np.random.default_rng(1), **run)
+    assert not info.exact
+
+
+def test_accumulate_lowers_its_rate_estimate_gradually():
+    """A first batch without acceptances does not send the next batch to the floor rate: the
+    first guess counts as one acceptance in 1/rate proposals."""
+    from geodp.mechanisms.envelope import accumulate
+
+    batches = []
+
+    def propose(batch):
+        batches.append(batch)
+        return np.zeros((1 if len(batches) == 3 else 0, 2))
+
+    draws, rate = accumulate(propose, 1, 1e-3, 1e-9, 10**9)
+    assert len(draws) == 1 and batches == [1200, 2640, 5808] and rate == 1 / 9648
+
+
 @pytest.mark.parametrize("m", [Sphere(2), Hyperbolic(2), SPD(2), KendallShape(4), Euclidean(2)],
                          ids=repr)
 def test_regression_sensitivity_holds_and_is_attained_on_adversarial_neighbours(m):

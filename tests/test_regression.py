@@ -69,15 +69,16 @@ def test_exp_adjoints_are_batched(name):
         assert np.allclose(ap[i], one[0], atol=1e-12) and np.allclose(av[i], one[1], atol=1e-12)
 
 
-@pytest.mark.parametrize("name", ["sphere2", "sphere5_k4", "hyperbolic2", "hyperbolic4_k05", "spd2",
-                                  "spd3"])
+@pytest.mark.parametrize("name", ["sphere2", "sphere5_k4", "hyperbolic2", "hyperbolic4_k05", "kendall6",
+                                  "spd2", "spd3"])
 @given(seed=st.integers(0, 2**32 - 1), length=st.floats(0.0, 2.0), chains=st.integers(0, 3))
 @settings(max_examples=15, deadline=None)
 def test_closed_form_mean_adjoints_match_the_record_by_record_mean(name, seed, length, chains):
-    """The closed-form mean of the adjoints on the space forms and SPD (what the regression
-    gradient uses) equals the mean of the per-record adjoints, for covariates of both signs and zero, batched
-    footpoints and the zero shooting vector. Far out on the hyperboloid both forms round at
-    about eps |e| |p|^2 (the model's conditioning, not the formula): the tolerance follows it."""
+    """The closed-form mean of the adjoints on the space forms, Kendall's shapes and SPD (what the
+    regression gradient uses) equals the mean of the per-record adjoints, for covariates of both
+    signs and zero, batched footpoints and the zero shooting vector. Far out on the hyperboloid
+    both forms round at about eps |e| |p|^2 (the model's conditioning, not the formula): the
+    tolerance follows it."""
     from geodp.manifolds import Manifold
 
     m = MANIFOLDS[name]

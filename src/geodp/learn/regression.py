@@ -96,6 +96,8 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     Sampling is exact (rejection from the uniform law on the domain) when that accepts at least
     1e-3 of its proposals, otherwise ``chains`` Metropolis-Hastings chains (split R-hat and ESS in
     ``diagnostics``; ``exact_sampler=False``: the guarantee then holds for the chain's limit law).
+    Chains that have not mixed (R-hat > 1.1) give way to the exact sampler when it accepts at
+    least 1e-5 (``kng.FALLBACK_ACCEPTANCE``); otherwise a ``MixingWarning`` says so.
 
     Parameters
     ----------

@@ -138,6 +138,36 @@ class KendallShape(Manifold):
         dv = par + sinc(2.0 * t) * twist + sinc(t) * rest
         return _to_real(dp), _to_real(dv)
 
+    def mean_exp_adjoints(self, p: Array, v: Array, x: Array, e: Array) -> tuple[Array, Array]:
+        """The mean of ``exp_adjoints`` over the records in closed form. Record i moves along
+        u_i = s_i u (s_i the sign of x_i) for t_i = |x_i| |v|; with P_i = <p, e_i>, U_i = <u, e_i>,
+        b_i = -sin(t_i) P_i + cos(t_i) s_i U_i and c_i = s_i U_i + b_i (1 - cos t_i), its adjoints
+        are f(t_i) e_i + f(t_i) b_i sin(t_i) p + g_i u (f = cos for d_p, sinc for d_v, and g_i the
+        scalar of the parallel, twisted and remaining parts along u), so each mean is one
+        weighted sum of the e_i and two scalars: no (records x landmarks) temporaries beyond e."""
+        zp, zv, ze = _to_complex(p), _to_complex(v), _to_complex(e)
+        x = np.asarray(x, dtype=float)
+        size = np.linalg.norm(zv, axis=-1)
+        u = zv / np.where(size > 0, size, 1.0)[..., None]
+        t = np.abs(x) * size[..., None]
+        sign = np.sign(x)
+        pe = np.einsum("...k,...nk->...n", np.conj(zp), ze)
+        ue = sign * np.einsum("...k,...nk->...n", np.conj(u), ze)
+        cos, sin = np.cos(t), np.sin(t)
+        b = -sin * pe + cos * ue
+        c = ue + b * (1.0 - cos)
+        rest = sign * (b * (1.0 - cos) - c)
+        n = x.shape[-1]
+
+        def mean(f, f2, weight):
+            """(1/n) sum_i weight_i (f_i e_i + f_i b_i sin_i p + g_i u)."""
+            along = sign * (c.real + 1j * f2 * c.imag) + f * rest
+            total = np.einsum("...n,...nk->...k", weight * f, ze)
+            total = total + np.sum(weight * f * b * sin, axis=-1)[..., None] * zp
+            return _to_real((total + np.sum(weight * along, axis=-1)[..., None] * u) / n)
+
+        return mean(cos, np.cos(2.0 * t), 1.0), mean(sinc(t), sinc(2.0 * t), x)
+
     def project(self, x: Array) -> Array:
         """Centre and scale to the pre-shape sphere."""
         x = np.asarray(x, dtype=float)

@@ -109,11 +109,13 @@ def rejection_sample(h: Callable[[Array], Array], envelope: TangentEnvelope, siz
 def accumulate(propose: Callable[[int], Array], n: int, rate: float, min_rate: float,
                max_batch: int) -> tuple[Array, float]:
     """Call ``propose(batch)`` (which returns the accepted draws of ``batch`` proposals) until
-    ``n`` draws are accepted, sizing batches by the acceptance rate observed so far (``rate`` is
-    the first guess, never below ``min_rate``). Returns the n draws and the acceptance rate."""
+    ``n`` draws are accepted, sizing batches by the acceptance rate observed so far, counting the
+    first guess ``rate`` as one acceptance in 1/rate proposals (so a batch without acceptances
+    lowers the estimate gradually, never below ``min_rate``). Returns the n draws and the
+    acceptance rate."""
     out, got, proposed = [], 0, 0
     while got < n:
-        guess = max(got / proposed if proposed else rate, min_rate)
+        guess = max((got + 1) / (proposed + 1 / rate), min_rate)
         batch = int(min(max((n - got) / guess * 1.2, 256), max_batch))
         accepted = propose(batch)
         out.append(accepted)

@@ -30,6 +30,13 @@ MIN_UNIFORM_ACCEPTANCE = 1e-3
 PILOT = 1000
 #: Split R-hat above which the chains are reported as not mixed.
 R_HAT_LIMIT = 1.1
+#: Chains that have not mixed give way to exact rejection from the uniform law when the pilot
+#: run estimates at least this acceptance (at most 1e5 proposals expected per draw; measured on
+#: the trilobite shapes, Kendall(16) with 273 records: 3e-5, about 10 s, where 3000 chain steps
+#: still do not mix).
+FALLBACK_ACCEPTANCE = 1e-5
+#: Largest batch of uniform proposals evaluated at once by the exact sampler (its overshoot).
+EXACT_BATCH = 16_384
 
 
 class MixingWarning(UserWarning):
@@ -242,7 +249,8 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
     in the product norm; or the footpoint's; or the shooting vector's).
 
     Exact rejection from the uniform law on the domain (acceptance exp(-|G|/sigma)) when a pilot
-    run accepts at least ``min_acceptance`` of its proposals; otherwise ``chains``
+    run accepts at least ``min_acceptance`` of its proposals, or when the chains below have not
+    mixed and it accepts at least ``FALLBACK_ACCEPTANCE``; otherwise ``chains``
     Metropolis-Hastings chains started around ``start`` (a point of the domain, normally the
     non-private fit). Each step, each chain independently picks one of two kernels, each of which
     leaves the target invariant, so their mixture does too:
@@ -273,14 +281,18 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
             out[ok] = -grad_norm(state[ok, 0], state[ok, 1]) / scale
         return out
 
-    pilot = domain.uniform(PILOT, rng)
-    rate = float(np.mean(np.exp(log_target(pilot))))
-    if rate >= min_acceptance:
+    def exact(rate: float, notes: list[str]) -> tuple[Array, SamplerInfo]:
         def accepted(batch):
             s = domain.uniform(batch, rng)
             return s[np.log(rng.random(batch)) <= log_target(s)]
-        draw, rate = accumulate(accepted, size, rate, min_acceptance, 200_000)
-        return draw, SamplerInfo("exact rejection from the uniform law on the domain", True, rate)
+        draw, rate = accumulate(accepted, size, rate, FALLBACK_ACCEPTANCE, EXACT_BATCH)
+        return draw, SamplerInfo("exact rejection from the uniform law on the domain", True, rate,
+                                 notes=notes)
+
+    pilot = domain.uniform(PILOT, rng)
+    rate = float(np.mean(np.exp(log_target(pilot))))
+    if rate >= min_acceptance:
+        return exact(rate, [])
 
     c = np.eye(2) if precondition is None else np.asarray(precondition, dtype=float)
     mask = [float(i in domain.parts) for i in (0, 1)]
@@ -322,6 +334,9 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
     max_step = min(limit, 2.0 * max(domain.v_max, domain.radius or 0.0, 1e-300))
     state, diag = run_chains(init, log_target, propose, rng, burn_in, trace_length, step0,
                              max_step, None, target_rate=0.25)
+    if not diag.r_hat <= R_HAT_LIMIT and rate >= FALLBACK_ACCEPTANCE:
+        return exact(rate, [f"the Metropolis-Hastings chains did not mix (split R-hat "
+                            f"{diag.r_hat:.3g}): drawn exactly instead"])
     if not diag.r_hat <= R_HAT_LIMIT:
         warnings.warn(f"the K-norm gradient chains have not mixed (split R-hat {diag.r_hat:.3g} > "
                       f"{R_HAT_LIMIT}, ESS {diag.ess:.3g}): the draw is not yet from the mechanism's "

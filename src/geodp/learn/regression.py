@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -172,8 +173,8 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
             """The gradient field at a batch of states; in memory, blocks of states keep the
             (states x records) temporaries to about 8 MiB (2.5x on the SPD(3) sampler's
             1000-state pilot)."""
-            batch = int(np.prod(np.shape(p)[:np.ndim(p) - len(manifold.point_shape)], dtype=int))
-            size = int(np.prod(manifold.point_shape))
+            batch = math.prod(np.shape(p)[:np.ndim(p) - len(manifold.point_shape)])
+            size = math.prod(manifold.point_shape)
             block = batch if data.chunked else max(1, STATES_TIMES_RECORDS_BYTES // (8 * n * size))
             if np.ndim(p) == len(manifold.point_shape) or batch <= block:
                 return data.mean(lambda xs, ys: regression_gradient(manifold, p, v, xs, ys, tau)[:2],

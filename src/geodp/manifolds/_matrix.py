@@ -6,6 +6,7 @@ threads.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import reduce
 
@@ -464,7 +465,7 @@ def congruence(l: Array, x: Array, lower: bool = False) -> Array:
     l, x = np.asarray(l, dtype=float), np.asarray(x, dtype=float)
     n = l.shape[-1]
     batch = np.broadcast_shapes(l.shape[:-2], x.shape[:-2])
-    if n > 3 or int(np.prod(batch, dtype=int)) < 4 * CLOSED_FORM_MIN_BATCH:
+    if n > 3 or math.prod(batch) < 4 * CLOSED_FORM_MIN_BATCH:
         return sym(matmul(matmul(l, x), np.swapaxes(l, -1, -2)))
     le, xe = entries(l), entries(x)
     xs = [[xe[i, j] if i == j else 0.5 * (xe[i, j] + xe[j, i]) for j in range(n)] for i in range(n)]

@@ -17,6 +17,7 @@ serially, so nested batched calls never wait on their own pool.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -172,8 +173,8 @@ def split_batch(fn: Callable[..., Array], *arrays: Array, core_ndim: int,
     broadcasting), evaluated on blocks of the longest batch axis and concatenated along it."""
     arrays = tuple(np.asarray(a, dtype=float) for a in arrays)
     batch = np.broadcast_shapes(*(a.shape[:a.ndim - core_ndim] for a in arrays))
-    count = int(np.prod(batch, dtype=int))
-    core = max(int(np.prod(a.shape[a.ndim - core_ndim:])) for a in arrays)
+    count = math.prod(batch)
+    core = max(math.prod(a.shape[a.ndim - core_ndim:]) for a in arrays)
     if count < 2 or not _is_large(count, min_batch, 8 * core):
         return fn(*arrays)
     axis = int(np.argmax(batch))
@@ -199,7 +200,7 @@ def split_sample_sum(fn: Callable[[Array, Array], Array], x: Array, weights: Arr
     along their last axis, for sums over the sample such as sum_i w_i Log_p(x_i). Data too small
     to be worth splitting (``_is_large``) are summed in one call."""
     x, weights = np.asarray(x, dtype=float), np.asarray(weights, dtype=float)
-    count = int(np.prod(x.shape[:x.ndim + sample_axis + 1], dtype=int))
+    count = math.prod(x.shape[:x.ndim + sample_axis + 1])
     row_bytes = x.nbytes // max(count, 1)
     if not _is_large(count, min_batch, row_bytes) or (
             row_bytes < HEAVY_ROW_BYTES and x.nbytes < 2 * BLOCK_BYTES):

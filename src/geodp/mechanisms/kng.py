@@ -26,8 +26,11 @@ from .mcmc import run_chains
 #: Smallest acceptance rate of the exact uniform-proposal sampler; below it MCMC takes over.
 MIN_UNIFORM_ACCEPTANCE = 1e-3
 #: Uniform draws of the pilot run that decides between exact rejection and MCMC (either is
-#: valid; at the 1e-3 threshold it expects one acceptance).
+#: valid; at the 1e-3 threshold it expects one acceptance). It stops after its first quarter when
+#: that estimates an acceptance below PILOT_STOP (a full gradient pass per draw is then spent on
+#: a foregone choice: SPD(3) with 500 records estimates 1e-20, and the quarter saves 0.4 s).
 PILOT = 1000
+PILOT_STOP = 1e-8
 #: Split R-hat above which the chains are reported as not mixed.
 R_HAT_LIMIT = 1.1
 #: Chains that have not mixed give way to exact rejection from the uniform law when the pilot
@@ -289,8 +292,10 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
         return draw, SamplerInfo("exact rejection from the uniform law on the domain", True, rate,
                                  notes=notes)
 
-    pilot = domain.uniform(PILOT, rng)
-    rate = float(np.mean(np.exp(log_target(pilot))))
+    rate = float(np.mean(np.exp(log_target(domain.uniform(PILOT // 4, rng)))))
+    if rate >= PILOT_STOP:
+        rest = float(np.mean(np.exp(log_target(domain.uniform(PILOT - PILOT // 4, rng)))))
+        rate = (rate * (PILOT // 4) + rest * (PILOT - PILOT // 4)) / PILOT
     if rate >= min_acceptance:
         return exact(rate, [])
 

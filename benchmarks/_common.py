@@ -13,13 +13,20 @@ HERE = Path(__file__).resolve().parent
 GEOMSTATS_VENV = HERE / ".geomstats-venv"
 
 
+#: Calls of best_time continue past ``repeats`` until they have taken this many seconds in all:
+#: a call of a few milliseconds is otherwise timed on a handful of samples of a noisy machine.
+MIN_TOTAL_SECONDS = 0.3
+
+
 def best_time(fn: Callable[[], object], repeats: int = 3) -> tuple[float, object]:
-    """Smallest wall time over ``repeats`` calls, and the last result."""
-    best, out = float("inf"), None
-    for _ in range(repeats):
+    """Smallest wall time over at least ``repeats`` calls (more for short calls, up to
+    ``MIN_TOTAL_SECONDS`` in all, at most 100), and the last result."""
+    best, out, total, calls = float("inf"), None, 0.0, 0
+    while calls < repeats or (total < MIN_TOTAL_SECONDS and calls < 100):
         t0 = time.perf_counter()
         out = fn()
-        best = min(best, time.perf_counter() - t0)
+        elapsed = time.perf_counter() - t0
+        best, total, calls = min(best, elapsed), total + elapsed, calls + 1
     return best, out
 
 

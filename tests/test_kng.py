@@ -86,9 +86,15 @@ def _draw_coordinates(states):
 
 
 @pytest.mark.parametrize("method", ["exact", pytest.param("mcmc", marks=pytest.mark.slow)])
-def test_bundle_sampler_matches_the_kng_density_on_the_circle(method):
+@pytest.mark.filterwarnings("ignore::geodp.mechanisms.kng.MixingWarning")
+def test_bundle_sampler_matches_the_kng_density_on_the_circle(method, monkeypatch):
     """Chi-square of 2-D histograms of (footpoint angle, shooting vector) draws against the
-    numerically integrated KNG density; the MCMC path runs 3000 chains and keeps their last states."""
+    numerically integrated KNG density; the MCMC path runs 3000 chains and keeps their last states
+    (without the exact fallback: R-hat over their 50 kept steps reads about 1.4, the
+    autocorrelation time being about 30 steps, yet the final states follow the law)."""
+    import geodp.mechanisms.kng as kng
+
+    monkeypatch.setattr(kng, "FALLBACK_ACCEPTANCE", 2.0)
     m = Sphere(1)
     x, y = _circle_regression()
     tau, v_max, sigma = 0.5, 2.0, 0.08

@@ -263,7 +263,10 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
       isometry and the reverse move is (-Gamma xi, -Gamma eta), so the proposal density w.r.t.
       vol(dp) dv is symmetric up to the volume change of Exp, J_p(xi) / J_p'(Log_p' p): the
       Hastings factor. Proposals with |xi| >= inj/2 are rejected (a symmetric rule). It makes
-      the chain irreducible on the whole domain.
+      the chain irreducible on the whole domain. Each proposal scales the tuned step by
+      2^U, U uniform on [-2, 2] and drawn apart from the state (a mixture of symmetric walks):
+      long moves hop between modes, short ones refine (on the circle's bimodal law the final
+      states' chi-square p-values rose from 0.0004-0.002 to 0.007-0.35).
     - an independence proposal from the KNG law of the gradient linearised at ``start`` in normal
       coordinates of the bundle (``_independence_proposal``), with the Hastings factor
       q(x) / q(y) of its density w.r.t. the Liouville measure. Where the linearisation is good
@@ -308,7 +311,7 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
 
     def walk(state, step, rng):
         k = len(state)
-        z = rng.standard_normal((2, k, m.dim)) * step
+        z = rng.standard_normal((2, k, m.dim)) * (step * 2.0 ** rng.uniform(-2, 2, k))[:, None]
         p, v = state[:, 0], state[:, 1]
         xi = m.from_coords(p, c[0, 0] * z[0] + c[0, 1] * z[1])
         eta = m.from_coords(p, c[1, 0] * z[0] + c[1, 1] * z[1])

@@ -151,6 +151,10 @@ class Manifold(ABC):
     blockwise: bool = True
     """Whether large batches are evaluated in cache-sized blocks on geodp's threads; False where
     the work is in BLAS/LAPACK calls that thread themselves (their threads would compete)."""
+    symmetric_space: bool = False
+    """Riemannian symmetric space (every manifold of geodp: space forms, SPD, Kendall's CP^(k-2)).
+    The geodesic symmetry at the midpoint of p and q = Exp_p(xi) is an isometry exchanging them,
+    so J_p(xi) = J_q(Log_q p): a random walk's volume (Hastings) factor is exactly one."""
 
     # ----------------------------------------------------------------- geometry facts
     @property

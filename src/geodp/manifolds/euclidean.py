@@ -10,6 +10,8 @@ from .base import Array, Manifold, rowdot, weighted_sum
 class Euclidean(Manifold):
     """R^dim, points and tangent vectors as arrays of shape (..., dim)."""
 
+    symmetric_space = True
+
     def __init__(self, dim: int):
         if int(dim) < 1:
             raise ValueError(f"dim must be a positive integer, got {dim}")

@@ -41,6 +41,8 @@ class Hyperbolic(Manifold):
     (r = 20 R: 5e-8 relative). ``check_point`` warns beyond x_0 = 1e4 R (r = 9.9 R).
     """
 
+    symmetric_space = True
+
     def __init__(self, dim: int, curvature: float = -1.0):
         if int(dim) < 1:
             raise ValueError(f"dim must be a positive integer, got {dim}")

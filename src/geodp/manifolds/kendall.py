@@ -41,6 +41,8 @@ def helmert(k: int) -> Array:
 class KendallShape(Manifold):
     """Planar shapes of ``k_landmarks`` landmarks: dim 2k - 4, curvature in [1, 4], inj = pi/2."""
 
+    symmetric_space = True
+
     def __init__(self, k_landmarks: int):
         if int(k_landmarks) < 3:
             raise ValueError(f"planar shapes need at least 3 landmarks, got {k_landmarks}")

@@ -20,6 +20,8 @@ class SPD(Manifold):
     Frobenius metric by the matrix logarithm, a flat metric. Tangent vectors are symmetric matrices.
     """
 
+    symmetric_space = True
+
     def __new__(cls, n: int, metric: str = "affine"):
         if cls is SPD:
             if metric not in METRICS:

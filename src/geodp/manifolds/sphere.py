@@ -33,6 +33,8 @@ class Sphere(Manifold):
     Points are arrays of shape (..., dim + 1) with |x| = R; the metric is the one induced by R^(dim+1).
     """
 
+    symmetric_space = True
+
     def __init__(self, dim: int, curvature: float = 1.0):
         if int(dim) < 1:
             raise ValueError(f"dim must be a positive integer, got {dim}")

@@ -3,7 +3,8 @@
 Proposal y = Exp_x(xi), xi ~ N(0, step^2 I) in orthonormal coordinates of T_x, rejected when
 |xi| >= inj/2 (a symmetric condition). The proposal density with respect to the Riemannian volume
 is phi(xi) / J_x(xi), so the Hastings ratio carries J_x(Log_x y) / J_y(Log_y x) (``volume_density``),
-which equals one on symmetric spaces. The step size is tuned during the first half of the burn-in
+which equals one on symmetric spaces (``Manifold.symmetric_space``: every manifold of geodp), where
+it is not computed. The step size is tuned during the first half of the burn-in
 towards an acceptance rate of 0.3 and then frozen, so the kept part is a valid MH chain.
 """
 
@@ -121,6 +122,14 @@ def run_chains(state: Array, log_target: Callable[[Array], Array],
     return x, diag
 
 
+def volume_ratio(manifold: Manifold, x: Array, xi: Array, y: Array) -> Array:
+    """log J_x(xi) - log J_y(Log_y x) for y = Exp_x(xi): the Hastings factor of a random walk by
+    Exp (zero on symmetric spaces; NaN beyond the injectivity radius, where walks reject)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(manifold.volume_density(x, xi)) - np.log(
+            manifold.volume_density(y, manifold.log(y, x)))
+
+
 def metropolis_hastings(manifold: Manifold, log_target: Callable[[Array], Array], init: Array,
                         rng: np.random.Generator, burn_in: int = 2000, trace_length: int = 200,
                         step: float = 0.5, summary: Callable[[Array], Array] | None = None,
@@ -138,9 +147,7 @@ def metropolis_hastings(manifold: Manifold, log_target: Callable[[Array], Array]
         c = rng.standard_normal((x.shape[0], manifold.dim)) * step
         xi = manifold.from_coords(x, c)
         y = manifold.exp(x, xi)
-        with np.errstate(divide="ignore", invalid="ignore"):  # |xi| >= inj/2 is rejected below
-            log_hastings = np.log(manifold.volume_density(x, xi)) - np.log(
-                manifold.volume_density(y, manifold.log(y, x)))
+        log_hastings = 0.0 if manifold.symmetric_space else volume_ratio(manifold, x, xi, y)
         return (y, np.where(np.linalg.norm(c, axis=1) < limit, log_hastings, -np.inf),
                 np.ones(len(y), dtype=bool))
 

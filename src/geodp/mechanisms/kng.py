@@ -348,7 +348,9 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
     if not diag.r_hat <= R_HAT_LIMIT:
         warnings.warn(f"the K-norm gradient chains have not mixed (split R-hat {diag.r_hat:.3g} > "
                       f"{R_HAT_LIMIT}, ESS {diag.ess:.3g}): the draw is not yet from the mechanism's "
-                      f"law, so the stated guarantee is not backed; raise burn_in",
+                      f"law, so the stated guarantee is not backed; raise burn_in, or narrow the "
+                      f"public domain (v_max, radius) so that exact uniform proposals, which "
+                      f"accept {rate:.1e} here, reach {FALLBACK_ACCEPTANCE:g}",
                       MixingWarning, stacklevel=3)
     return state[:size], SamplerInfo(
         "Metropolis-Hastings on the tangent bundle, random walk mixed with a linearised-KNG "

@@ -19,6 +19,7 @@ from ..manifolds import Manifold
 from ..manifolds.base import Array
 from ..privacy import PureDP
 from ..privacy.conversions import check_positive
+from ..progress import bar
 from .envelope import accumulate
 from .laplace import RiemannianLaplace, SamplerInfo
 from .mcmc import run_chains, volume_ratio
@@ -289,10 +290,12 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
         return out
 
     def exact(rate: float, notes: list[str]) -> tuple[Array, SamplerInfo]:
-        def accepted(batch):
-            s = domain.uniform(batch, rng)
-            return s[np.log(rng.random(batch)) <= log_target(s)]
-        draw, rate = accumulate(accepted, size, rate, FALLBACK_ACCEPTANCE, EXACT_BATCH)
+        with bar(None, f"exact rejection (accepts about {rate:.1e})") as meter:
+            def accepted(batch):
+                s = domain.uniform(batch, rng)
+                meter.update(batch)
+                return s[np.log(rng.random(batch)) <= log_target(s)]
+            draw, rate = accumulate(accepted, size, rate, FALLBACK_ACCEPTANCE, EXACT_BATCH)
         return draw, SamplerInfo("exact rejection from the uniform law on the domain", True, rate,
                                  notes=notes)
 

@@ -204,11 +204,10 @@ def _mp_expm_whitened_error(a: np.ndarray, e: np.ndarray) -> float:
 
 @pytest.mark.parametrize("n", [4, 7, 16])
 @pytest.mark.parametrize("radius", [1e-9, 0.2, 2.0, 7.9])
-def test_taylor_exponential_matches_high_precision(n, radius, monkeypatch):
+def test_taylor_exponential_matches_high_precision(n, radius):
     """Scaling and squaring of the Taylor polynomial is exact to rounding against mpmath inside
     its radius (a spread of up to 16 in the eigenvalues, a mean shift of 3), and as accurate as
-    the eigendecomposition there (the Taylor route forced on these small batches)."""
-    monkeypatch.setattr(mx, "TAYLOR_MIN_ENTRIES", 0)
+    the eigendecomposition there."""
     rng = np.random.default_rng(n)
     a = random_sym(rng, n, 3, False)
     a = a / np.linalg.norm(a, axis=(1, 2))[:, None, None] * radius + 3.0 * np.eye(n)
@@ -221,10 +220,10 @@ def test_taylor_exponential_matches_high_precision(n, radius, monkeypatch):
     assert np.array_equal(out, np.swapaxes(out, 1, 2))
 
 
-def test_taylor_exponential_falls_back_per_matrix_beyond_its_radius(monkeypatch):
+def test_taylor_exponential_falls_back_per_matrix_beyond_its_radius():
     """A batch mixing spectra inside and beyond TAYLOR_MAX_RADIUS: each matrix agrees with the
-    eigendecomposition route, the far ones bit for bit (they take it)."""
-    monkeypatch.setattr(mx, "TAYLOR_MIN_ENTRIES", 0)
+    eigendecomposition route, the far ones bit for bit (they take it); each matrix's result is
+    the one it gets alone."""
     rng = np.random.default_rng(3)
     a = random_sym(rng, 5, 6, False)
     a -= np.trace(a, axis1=1, axis2=2)[:, None, None] / 5 * np.eye(5)
@@ -238,18 +237,5 @@ def test_taylor_exponential_falls_back_per_matrix_beyond_its_radius(monkeypatch)
     eig = (v * np.exp(w)[:, None, :]) @ np.swapaxes(v, 1, 2)
     err = np.linalg.norm(out[~far] - eig, axis=(1, 2)) / np.linalg.norm(eig, axis=(1, 2))
     assert np.all(err <= 1e-13)
+    assert all(np.array_equal(out[i], mx.expm_sym(a[i:i + 1])[0]) for i in range(len(a)))
 
-
-def test_small_batches_take_the_eigendecomposition_for_the_exponential():
-    """Below TAYLOR_MIN_ENTRIES the exponential is the eigendecomposition's, bit for bit; a batch
-    of 200 SPD(5) matrices takes the Taylor route and agrees with it to rounding."""
-    rng = np.random.default_rng(8)
-    a = random_sym(rng, 5, 200, False)
-    a = a / np.linalg.norm(a, axis=(1, 2))[:, None, None] * 2.0
-    w, v = mx.eigh(a[:3])
-    assert np.array_equal(mx.expm_sym(a[:3]), mx.sym(mx.from_eig(np.exp(w), v)))
-    w, v = np.linalg.eigh(a)
-    eig = (v * np.exp(w)[:, None, :]) @ np.swapaxes(v, 1, 2)
-    big = mx.expm_sym(a)
-    assert not np.array_equal(big, mx.sym(mx.from_eig(*(lambda w, v: (np.exp(w), v))(*mx.eigh(a)))))
-    assert np.max(np.linalg.norm(big - eig, axis=(1, 2)) / np.linalg.norm(eig, axis=(1, 2))) < 1e-13

@@ -320,10 +320,6 @@ TAYLOR_MAX_RADIUS = 8.0
 #: theta^13 / 13! e^theta ~ 3e-18 is below rounding.
 TAYLOR_THETA = 0.25
 TAYLOR_DEGREE = 12
-#: Batches of fewer entries (matrices x n^2) take the eigendecomposition: the Taylor route's
-#: sixteen-odd NumPy calls cost more than LAPACK there (measured: 8 SPD(8) matrices 98 us
-#: against 61 us; 8 SPD(16) 155 us against 219 us; one SPD(32) 106 us against 90 us).
-TAYLOR_MIN_ENTRIES = 2048
 
 
 def _taylor_expm(a: Array, squarings: int) -> Array:
@@ -346,28 +342,25 @@ def expm_sym(a: Array) -> Array:
     """Matrix exponential of symmetric matrices (n > 3): e^c exp(a - c I), c the mean eigenvalue,
     by scaling and squaring of the Taylor polynomial (``_taylor_expm``: matrix products only,
     several times cheaper than an eigendecomposition for n >= 4) where the shifted spectrum lies
-    within ``TAYLOR_MAX_RADIUS``, with the squarings the largest of them needs; the
-    eigendecomposition elsewhere, per matrix, and on batches below ``TAYLOR_MIN_ENTRIES``."""
+    within ``TAYLOR_MAX_RADIUS``; the eigendecomposition elsewhere. Every choice (route, number
+    of squarings) is made per matrix, so a matrix's result does not depend on the batch it comes
+    in: blocks over threads give the bits of one call. On a handful of matrices the Taylor
+    route's NumPy calls cost some 60 us more than LAPACK (8 SPD(8): 98 us against 61 us)."""
     a = sym(a)
     n = a.shape[-1]
-    if a.size < TAYLOR_MIN_ENTRIES:
-        w, v = eigh(a)
-        return sym(from_eig(np.exp(w), v))
     c = np.trace(a, axis1=-2, axis2=-1) / n
     shifted = a - c[..., None, None] * np.eye(n)
     radius = np.sqrt(np.einsum("...ij,...ij->...", shifted, shifted))
-    near = radius <= TAYLOR_MAX_RADIUS
-    if not np.any(near):
-        w, v = eigh(a)
-        return from_eig(np.exp(w), v)
-    largest = max(float(np.max(radius[near])), TAYLOR_THETA)
-    squarings = int(np.ceil(np.log2(largest / TAYLOR_THETA)))
-    if np.all(near):
-        return sym(_taylor_expm(shifted, squarings) * np.exp(c)[..., None, None])
+    squarings = np.ceil(np.log2(np.maximum(radius, TAYLOR_THETA) / TAYLOR_THETA))
+    squarings = np.where(radius <= TAYLOR_MAX_RADIUS, squarings, -1).astype(int)
     out = np.empty(a.shape)
-    out[near] = _taylor_expm(shifted[near], squarings) * np.exp(c[near])[:, None, None]
-    w, v = eigh(a[~near])
-    out[~near] = from_eig(np.exp(w), v)
+    for s in np.unique(squarings):
+        group = squarings == s
+        if s < 0:
+            w, v = eigh(a[group])
+            out[group] = from_eig(np.exp(w), v)
+        else:
+            out[group] = _taylor_expm(shifted[group], int(s)) * np.exp(c[group])[:, None, None]
     return sym(out)
 
 

@@ -145,6 +145,26 @@ def test_unmixed_chains_give_way_to_the_exact_sampler(monkeypatch):
     assert not info.exact
 
 
+@pytest.mark.filterwarnings("ignore::geodp.mechanisms.kng.MixingWarning")
+def test_chains_survive_steps_far_beyond_the_footpoint_ball():
+    """A scale so large that the walk's first steps would leave SPD's representable range: such
+    moves leave the footpoint ball, so they are rejected before Exp instead of crashing in it
+    (the paper's footpoint step at epsilon = 0.05 did, in the reproduction of Figure 7)."""
+    m = SPD(2)
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 1, 30)
+    y = m.exp(np.eye(2), x[:, None, None] * np.diag([0.5, -0.3]))
+
+    def gradient(p, v):
+        return regression_gradient(m, p, v, x, y, 0.5)[:2]
+
+    domain = BundleDomain(m, np.eye(2), 3.0, 11.0, "footpoint")
+    start = np.stack([np.eye(2), np.diag([0.5, -0.3])])
+    states, info = sample_bundle(domain, gradient, start, 50.0, rng, chains=4, size=4, burn_in=20,
+                                 trace_length=10, min_acceptance=2.0)
+    assert not info.exact and np.all(domain.contains(states))
+
+
 def test_accumulate_lowers_its_rate_estimate_gradually():
     """A first batch without acceptances does not send the next batch to the floor rate: the
     first guess counts as one acceptance in 1/rate proposals."""

@@ -108,6 +108,14 @@ class BundleDomain:
         #: indices of the moving parts of a state: 0 the footpoint, 1 the shooting vector
         self.parts = {"both": (0, 1), "footpoint": (0,), "shooting_vector": (1,)}[moves]
 
+    @property
+    def reach(self) -> float:
+        """Footpoint moves of this length or more are not proposed: half the injectivity radius,
+        and twice the ball's radius (a move that long, shorter than inj, is the distance moved,
+        so it leaves the ball; Exp could not even represent its end on SPD far out)."""
+        limit = 0.5 * self.manifold.injectivity_radius
+        return limit if self.radius is None else min(limit, 2.0 * self.radius)
+
     def contains(self, state: Array) -> Array:
         m = self.manifold
         p, v = state[:, 0], state[:, 1]
@@ -239,7 +247,10 @@ def _independence_proposal(domain: BundleDomain, start: Array, gradient: Gradien
         u = rng.standard_normal((k, chart.size))
         u *= (rng.gamma(chart.size, scale, k) / np.linalg.norm(u, axis=1))[:, None]
         delta = centre + u @ b_inv
-        return chart.to_state(delta), log_density(delta, chart.log_volume(chart._split(delta)[0]))
+        far = np.linalg.norm(chart._split(delta)[0], axis=1) >= domain.reach
+        delta[far] = centre  # outside the domain: rejected, without mapping them
+        log_q = log_density(delta, chart.log_volume(chart._split(delta)[0]))
+        return chart.to_state(delta), np.where(far, -np.inf, log_q)
 
     return chart, draw, log_density
 
@@ -264,11 +275,12 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
       isometry and the reverse move is (-Gamma xi, -Gamma eta), so the proposal density w.r.t.
       vol(dp) dv is symmetric up to the volume change of Exp, J_p(xi) / J_p'(Log_p' p): the
       Hastings factor (one on symmetric spaces, ``Manifold.symmetric_space``). Proposals with
-      |xi| >= inj/2 are rejected (a symmetric rule). It makes the chain irreducible on the whole
-      domain. Each proposal scales the tuned step by 2^U, U uniform on [-2, 2] and drawn apart
-      from the state (a mixture of symmetric walks): long moves hop between modes, short ones
-      refine (on the circle's bimodal law the final states' chi-square p-values rose from
-      0.0004-0.002 to 0.007-0.35).
+      |xi| >= ``domain.reach`` (inj/2, or twice the footpoint ball's radius: they leave it) are
+      rejected, a symmetric rule. It makes the chain irreducible on the whole domain. Each
+      proposal scales the tuned step by 2^U, U uniform on [-2, 2] and drawn apart from the
+      state, at most to the largest step (a mixture of symmetric walks): long moves hop between
+      modes, short ones refine (on the circle's bimodal law the final states' chi-square
+      p-values rose from 0.0004-0.002 to 0.007-0.35).
     - an independence proposal from the KNG law of the gradient linearised at ``start`` in normal
       coordinates of the bundle (``_independence_proposal``), with the Hastings factor
       q(x) / q(y) of its density w.r.t. the Liouville measure. Where the linearisation is good
@@ -311,18 +323,21 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
     c = c * np.outer(mask, mask)
     c = c / np.max(np.abs(np.linalg.eigvalsh(c)))
     limit = 0.5 * m.injectivity_radius
+    max_step = min(limit, 2.0 * max(domain.v_max, domain.radius or 0.0, 1e-300))
     chart, draw_independent, log_q = _independence_proposal(domain, start, gradient, scale)
 
     def walk(state, step, rng):
         k = len(state)
-        z = rng.standard_normal((2, k, m.dim)) * (step * 2.0 ** rng.uniform(-2, 2, k))[:, None]
+        z = rng.standard_normal((2, k, m.dim)) * np.minimum(step * 2.0 ** rng.uniform(-2, 2, k),
+                                                             max_step)[:, None]
         p, v = state[:, 0], state[:, 1]
         xi = m.from_coords(p, c[0, 0] * z[0] + c[0, 1] * z[1])
         eta = m.from_coords(p, c[1, 0] * z[0] + c[1, 1] * z[1])
+        short = m.norm(p, xi) < domain.reach
+        xi = np.where(short.reshape((k,) + (1,) * len(m.point_shape)), xi, 0.0)
         p2 = m.exp(p, xi)
         v2 = m.to_tangent(p2, m.transport(p, p2, v + eta))
         log_h = 0.0 if m.symmetric_space else volume_ratio(m, p, xi, p2)
-        short = m.norm(p, xi) < limit
         return np.stack([p2, v2], axis=1), np.where(short, log_h, -np.inf)
 
     def propose(state, step, rng):
@@ -342,7 +357,6 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
     spread, _ = walk(init, 3.0 * step0, rng)
     inside = domain.contains(spread)
     init[inside] = spread[inside]
-    max_step = min(limit, 2.0 * max(domain.v_max, domain.radius or 0.0, 1e-300))
     state, diag = run_chains(init, log_target, propose, rng, burn_in, trace_length, step0,
                              max_step, None, target_rate=0.25)
     if not diag.r_hat <= R_HAT_LIMIT and rate >= FALLBACK_ACCEPTANCE:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import numpy as np
 import pytest
 from conftest import base_point
@@ -121,6 +123,20 @@ def test_threads_yield_only_to_a_saturated_machine(monkeypatch):
     monkeypatch.setenv("GEODP_NUM_THREADS", "2")  # an explicit setting is obeyed
     assert _threads.threads_now() == 2
     assert _threads._busy_elsewhere() >= 0
+
+
+def test_serial_blocks_hold_blas_to_one_thread(monkeypatch):
+    """Inside ``serial`` (tasks of a Dask scheduler, already parallel) the blocks run in the
+    calling thread and BLAS is held to one thread however idle the machine is."""
+    monkeypatch.delenv("GEODP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(_threads, "thread_count", lambda: 4)
+    monkeypatch.setattr(_threads, "_busy_elsewhere", lambda: 0)
+    limits = []
+    monkeypatch.setattr(_threads, "_blas_limited", lambda k: limits.append(k) or nullcontext())
+    with _threads.serial():
+        assert _threads.threads_now() == 1 and _threads.cpus_free() == 1
+        _threads._run_blocks(lambda lo, hi: hi - lo, 10, 2**30)
+    assert limits == [1]
 
 
 def test_large_matrices_are_split_by_bytes(monkeypatch):

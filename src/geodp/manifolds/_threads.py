@@ -10,9 +10,9 @@ scheduler shares the CPUs per thread, so the pool still gains (measured with one
 competitor on two cores: the log map slows 1.2-1.5x with two threads, 1.7-2.1x with one); pool
 threads do not spin between tasks. While the pool works, BLAS is held to one thread
 (threadpoolctl), so its own threads never multiply ours; outside it, BLAS keeps to the CPUs
-other tasks leave (OpenBLAS threads spin after a call). 1 thread keeps the
-blocking but runs it in the calling thread. Calls made from inside a worker run whole and
-serially, so nested batched calls never wait on their own pool.
+other tasks leave (OpenBLAS threads spin after a call). 1 thread keeps the blocking but runs it
+in the calling thread. Calls made from inside a worker run whole and serially, so nested batched
+calls never wait on their own pool.
 """
 
 from __future__ import annotations
@@ -84,19 +84,28 @@ def _busy_elsewhere() -> int:
         return 0
 
 
-def cpus_free() -> int:
-    """The CPUs of the process not taken by other runnable tasks now (at least one)."""
-    return max(1, thread_count() - _busy_elsewhere())
+def _budget() -> tuple[int, int]:
+    """(threads for a large batch, BLAS threads outside the pool) now, from one look at the load:
+    inside ``serial`` one and one; ``GEODP_NUM_THREADS`` when set, BLAS unlimited; otherwise
+    every CPU of the process unless other runnable tasks occupy them all (then one), and BLAS
+    kept to the CPUs they leave (at least one)."""
+    count = thread_count()
+    if getattr(_state, "single", False):
+        return 1, 1
+    if os.environ.get("GEODP_NUM_THREADS"):
+        return count, count
+    busy = _busy_elsewhere()
+    return (count if busy < count else 1), max(1, count - busy)
 
 
 def threads_now() -> int:
-    """Threads for a large batch now: ``GEODP_NUM_THREADS`` when set, else every CPU of the
-    process unless other runnable tasks occupy them all (then one)."""
-    if getattr(_state, "single", False):
-        return 1
-    if os.environ.get("GEODP_NUM_THREADS"):
-        return thread_count()
-    return thread_count() if _busy_elsewhere() < thread_count() else 1
+    """Threads for a large batch now (``_budget``)."""
+    return _budget()[0]
+
+
+def cpus_free() -> int:
+    """BLAS threads outside the pool now: the CPUs other runnable tasks leave (``_budget``)."""
+    return _budget()[1]
 
 
 @lru_cache(maxsize=1)
@@ -128,10 +137,10 @@ def _run_blocks(task: Callable[[int, int], object], size: int, row_bytes: int) -
     on a busy machine and an idle one, so a seeded release is reproducible to the last bit."""
     rows = max(1, min(BLOCK_BYTES // max(row_bytes, 1), -(-size // thread_count())))
     bounds = list(range(0, size, rows)) + [size]
-    workers = min(threads_now(), len(bounds) - 1)
+    threads, blas = _budget()
+    workers = min(threads, len(bounds) - 1)
     if workers < 2:
-        free = cpus_free()  # other processes busy: BLAS keeps to the CPUs they leave
-        with _blas_limited(free) if free < thread_count() else nullcontext():
+        with _blas_limited(blas) if blas < thread_count() else nullcontext():
             return [task(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
 
     def run(lo: int, hi: int) -> object:

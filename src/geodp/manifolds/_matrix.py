@@ -311,10 +311,10 @@ def funcm(a: Array, f: Callable[[Array], Array]) -> Array:
 
 
 #: expm_sym uses its Taylor polynomial on matrices whose eigenvalues, shifted by their mean,
-#: lie within +-TAYLOR_MAX_RADIUS (bounded by the Frobenius norm):
-#: its error there matches the eigendecomposition's (both err by about eps exp(lambda_max) per
-#: entry, the limit of a dense result; measured against 60-digit references up to a spread of
-#: 30); beyond, the eigendecomposition keeps the behaviour it always had.
+#: lie within +-TAYLOR_MAX_RADIUS (bounded by the Frobenius norm): its error there matches the
+#: eigendecomposition's (both err by about eps exp(lambda_max) per entry, the limit of a dense
+#: result; measured against 60-digit references up to a spread of 30); beyond, the
+#: eigendecomposition keeps the behaviour it always had.
 TAYLOR_MAX_RADIUS = 8.0
 #: Scaled matrices have spectral radius <= TAYLOR_THETA, where the degree-12 Taylor remainder
 #: theta^13 / 13! e^theta ~ 3e-18 is below rounding.

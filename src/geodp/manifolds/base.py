@@ -230,7 +230,8 @@ class Manifold(ABC):
         """((1/n) sum_i d_p Exp_p(x_i v)^dagger e_i, (1/n) sum_i x_i d_v Exp_p(x_i v)^dagger e_i):
         the sums in Fletcher's (2011) regression gradients, for covariates x (n,) and e (..., n,
         *point_shape) with e_i in T_{Exp_p(x_i v)}; p and v (..., *point_shape) may carry batch
-        dimensions. Space forms override this with a closed form of the mean."""
+        dimensions. Space forms, Kendall's shapes and SPD override this with a closed form of
+        the mean."""
         nd = len(self.point_shape)
         x = np.asarray(x, dtype=float)
         xs = x.reshape(x.shape + (1,) * nd)

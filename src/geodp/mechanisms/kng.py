@@ -311,10 +311,13 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
         return draw, SamplerInfo("exact rejection from the uniform law on the domain", True, rate,
                                  notes=notes)
 
-    rate = float(np.mean(np.exp(log_target(domain.uniform(PILOT // 4, rng)))))
+    def uniform_acceptance(k: int) -> float:
+        return float(np.mean(np.exp(log_target(domain.uniform(k, rng)))))
+
+    quarter = PILOT // 4
+    rate = uniform_acceptance(quarter)
     if rate >= PILOT_STOP:
-        rest = float(np.mean(np.exp(log_target(domain.uniform(PILOT - PILOT // 4, rng)))))
-        rate = (rate * (PILOT // 4) + rest * (PILOT - PILOT // 4)) / PILOT
+        rate = (rate * quarter + uniform_acceptance(PILOT - quarter) * (PILOT - quarter)) / PILOT
     if rate >= min_acceptance:
         return exact(rate, [])
 

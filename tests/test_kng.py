@@ -3,6 +3,8 @@ against adversarial neighbours, and the private releases built on them."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -109,7 +111,7 @@ def test_bundle_sampler_matches_the_kng_density_on_the_circle(method, monkeypatc
     start = np.stack([circle(0.7), np.zeros(2)])
     size = 3000
     states, info = sample_bundle(domain, gradient, start, sigma, rng, size=size, burn_in=1500,
-                                 trace_length=50,
+                                 trace_length=50, max_steps=1550,
                                  min_acceptance=1e-3 if method == "exact" else 2.0)
     assert info.exact == (method == "exact")
     theta, v = _draw_coordinates(states)
@@ -140,9 +142,51 @@ def test_unmixed_chains_give_way_to_the_exact_sampler(monkeypatch):
     states, info = sample_bundle(domain, gradient, start, 0.08, np.random.default_rng(1), **run)
     assert info.exact and "did not mix" in info.notes[0] and np.all(domain.contains(states))
     monkeypatch.setattr(kng, "FALLBACK_ACCEPTANCE", 2.0)
-    with pytest.warns(kng.MixingWarning, match="not mixed"):
-        _, info = sample_bundle(domain, gradient, start, 0.08, np.random.default_rng(1), **run)
-    assert not info.exact
+    with pytest.warns(kng.MixingWarning, match="not mixed after 48 steps"):
+        _, info = sample_bundle(domain, gradient, start, 0.08, np.random.default_rng(1), **run,
+                                max_steps=50)
+    assert not info.exact and (info.mcmc.burn_in, info.mcmc.trace_length) == (24, 24)
+
+
+def test_unmixed_chains_without_exact_fallback_run_on_until_they_mix(monkeypatch):
+    """Chains far too short to mix (4 + 8 steps: R-hat 1.3 here) and no exact fallback double
+    their length, discarding all but the last half, until R-hat is within the limit."""
+    import geodp.mechanisms.kng as kng
+
+    monkeypatch.setattr(kng, "FALLBACK_ACCEPTANCE", 2.0)
+    m = Sphere(1)
+    x, y = _circle_regression()
+    domain = BundleDomain(m, np.array([1.0, 0.0]), None, 2.0)
+
+    def gradient(p, v):
+        return regression_gradient(m, p, v, x, y, 0.5)[:2]
+
+    start = np.stack([circle(0.7), np.zeros(2)])
+    run = dict(size=2, burn_in=4, trace_length=8, min_acceptance=2.0)
+    with pytest.warns(kng.MixingWarning):
+        _, short = sample_bundle(domain, gradient, start, 0.08, np.random.default_rng(2), **run,
+                                 max_steps=12)
+    assert short.mcmc.r_hat > kng.R_HAT_LIMIT
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", kng.MixingWarning)
+        _, info = sample_bundle(domain, gradient, start, 0.08, np.random.default_rng(2), **run,
+                                max_steps=12 * 2**8)
+    assert info.mcmc.r_hat <= kng.R_HAT_LIMIT
+    assert info.mcmc.burn_in == info.mcmc.trace_length > 12
+
+
+def test_exact_only_raises_where_the_uniform_law_accepts_too_little():
+    m = Sphere(1)
+    x, y = _circle_regression()
+    domain = BundleDomain(m, np.array([1.0, 0.0]), None, 2.0)
+
+    def gradient(p, v):
+        return regression_gradient(m, p, v, x, y, 0.5)[:2]
+
+    start = np.stack([circle(0.7), np.zeros(2)])
+    with pytest.raises(ValueError, match="accept about .* below 2"):
+        sample_bundle(domain, gradient, start, 0.08, np.random.default_rng(1), min_acceptance=2.0,
+                      exact_only=True)
 
 
 @pytest.mark.filterwarnings("ignore::geodp.mechanisms.kng.MixingWarning")

@@ -209,9 +209,10 @@ def kng_regression_sampler(manifold: Manifold, x: Array, y: Array, tau: float, v
                            radius: float | None = None) -> Sampler:
     """Draws (k, 2, *point_shape) of the joint K-norm gradient regression release at ``scale``
     on the domain of ``private_geodesic_regression`` (footpoint ball ``center``, ``radius``; the
-    whole space on compact manifolds; |v| <= ``v_max``), by its exact rejection sampler. An audit
-    needs exact draws: where that sampler's acceptance is too low (its release would fall back
-    to MCMC) this raises."""
+    whole space on compact manifolds; |v| <= ``v_max``), by its exact rejection sampler alone
+    (``exact_only``: no chains are run, even where the release would run them first). An audit
+    needs exact draws: where that sampler's acceptance is below ``kng.MIN_UNIFORM_ACCEPTANCE`` this
+    raises."""
     from .learn.regression import _domain_ball
     from .mechanisms.kng import BundleDomain, sample_bundle
     from .statistics.regression import regression_gradient
@@ -224,12 +225,11 @@ def kng_regression_sampler(manifold: Manifold, x: Array, y: Array, tau: float, v
         return regression_gradient(manifold, p, v, x, y, tau)[:2]
 
     def draw(k: int, rng: np.random.Generator) -> Array:
-        states, info = sample_bundle(domain, gradient, start, scale, rng, size=k)
-        if not info.exact:
-            raise ValueError("the K-norm gradient density is too concentrated for the exact "
-                             "sampler (its acceptance is below the threshold): audit with fewer "
-                             "records or a smaller epsilon")
-        return states
+        try:
+            return sample_bundle(domain, gradient, start, scale, rng, size=k, exact_only=True)[0]
+        except ValueError as err:
+            raise ValueError(f"the K-norm gradient density is too concentrated for an audit ({err}): "
+                             f"audit with fewer records or a smaller epsilon") from None
 
     return draw
 

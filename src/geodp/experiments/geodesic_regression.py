@@ -73,7 +73,8 @@ def paper_pairs(manifold: Manifold, x: np.ndarray, y: np.ndarray, fit, eps_p: fl
         return regression_gradient(manifold, p, v, x, y)[:2]
 
     radius = 3.0 if manifold.injectivity_radius == np.inf else None  # compact: whole space
-    run = dict(chains=k, size=k, min_acceptance=2.0)  # the paper samples by MCMC
+    # the paper samples by MCMC, for a fixed length (no runs extended until they mix)
+    run = dict(chains=k, size=k, min_acceptance=2.0, burn_in=200, max_steps=300)
     start = np.stack([fit.footpoint, fit.shooting_vector])
     feet, _ = sample_bundle(BundleDomain(manifold, fit.footpoint, radius, 10 * v_norm + 1, "footpoint"),
                             gradient, start, sigma_p, rng, **run)

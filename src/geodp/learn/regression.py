@@ -73,7 +73,8 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
                                 rng: np.random.Generator | int | None = None, *,
                                 release: str = "joint", footpoint_budget: float = 0.5,
                                 clip: bool = False, ledger: BudgetLedger | None = None,
-                                chains: int = 8, burn_in: int = 200) -> Release:
+                                chains: int = 8, burn_in: int = 200,
+                                max_steps: int | None = None) -> Release:
     """An epsilon-DP geodesic regression (footpoint p and shooting vector v) by K-norm gradients.
 
     The risk is Fletcher's energy with every residual clipped to norm ``tau`` (a Huber-type
@@ -98,7 +99,9 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     1e-3 of its proposals, otherwise ``chains`` Metropolis-Hastings chains (split R-hat and ESS in
     ``diagnostics``; ``exact_sampler=False``: the guarantee then holds for the chain's limit law).
     Chains that have not mixed (R-hat > 1.1) give way to the exact sampler when it accepts at
-    least 1e-5 (``kng.FALLBACK_ACCEPTANCE``); otherwise a ``MixingWarning`` says so.
+    least 1e-5 (``kng.FALLBACK_ACCEPTANCE``); otherwise they run on, doubling their length, up to
+    ``max_steps`` (default 8 times burn_in + 100 kept steps), and if they still have not mixed a
+    ``MixingWarning`` says so.
 
     Parameters
     ----------
@@ -167,7 +170,7 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
                    "sensitivities": sens}
     with reserved(ledger, target, f"geodesic regression (KNG {release}, {target.describe()})"):
         run = dict(rng=as_generator(rng), precondition=data.preconditioner(), chains=chains,
-                   burn_in=burn_in)
+                   burn_in=burn_in, max_steps=max_steps)
 
         def gradient(p, v):
             """The gradient field at a batch of states; in memory, blocks of states keep the

@@ -225,12 +225,11 @@ def _independence_proposal(domain: BundleDomain, start: Array, gradient: Gradien
                            newton_steps: int = 3):
     """The KNG law of the gradient linearised in normal coordinates of the bundle,
     G(delta) ~ G0 + A delta, with A symmetrised and B = |A| (same eigenvectors, absolute
-    eigenvalues, so |A w| = |B w|): density proportional to exp(-|B (delta - delta*)| / scale),
-    delta* = -A^-1 G0, drawn as B (delta - delta*) = r u, r ~ Gamma(D, scale), u uniform on the
-    unit sphere of R^D. The chart is centred by up to ``newton_steps`` Newton steps from
-    ``start`` towards the zero of G inside the domain (where the linearisation is best). Returns
-    the chart, a function drawing k states with the log of their proposal density w.r.t. the
-    Liouville measure, and that log density at given chart coordinates."""
+    eigenvalues, so |A w| = |B w|): density proportional to exp(-|B (delta - delta*)| / scale) in
+    the coordinates delta, delta* = -A^-1 G0, drawn as B (delta - delta*) = r u, r ~ Gamma(D, scale),
+    u uniform on the unit sphere of R^D. The chart is centred by up to ``newton_steps`` Newton
+    steps from ``start`` towards the zero of G inside the domain (where the linearisation is
+    best). Returns the chart, a function drawing k coordinates, and the log density there."""
     chart = _Chart(domain, start)
     g0, lam, vecs = _linearised(chart, gradient)
     for _ in range(newton_steps):
@@ -245,17 +244,13 @@ def _independence_proposal(domain: BundleDomain, start: Array, gradient: Gradien
     size, centre = _newton_step(g0, lam, vecs)
     b, b_inv = (vecs * size) @ vecs.T, (vecs / size) @ vecs.T
 
-    def log_density(delta: Array, log_j: Array) -> Array:
-        return -np.linalg.norm((delta - centre) @ b, axis=1) / scale - log_j
+    def log_density(delta: Array) -> Array:
+        return -np.linalg.norm((delta - centre) @ b, axis=1) / scale
 
-    def draw(k: int, rng: np.random.Generator) -> tuple[Array, Array]:
+    def draw(k: int, rng: np.random.Generator) -> Array:
         u = rng.standard_normal((k, chart.size))
         u *= (rng.gamma(chart.size, scale, k) / np.linalg.norm(u, axis=1))[:, None]
-        delta = centre + u @ b_inv
-        far = np.linalg.norm(chart._split(delta)[0], axis=1) >= domain.reach
-        delta[far] = centre  # outside the domain: rejected, without mapping them
-        log_q = log_density(delta, chart.log_volume(chart._split(delta)[0]))
-        return chart.to_state(delta), np.where(far, -np.inf, log_q)
+        return centre + u @ b_inv
 
     return chart, draw, log_density
 
@@ -340,48 +335,29 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
     mask = [float(i in domain.parts) for i in (0, 1)]
     c = c * np.outer(mask, mask)
     c = c / np.max(np.abs(np.linalg.eigvalsh(c)))
-    limit = 0.5 * m.injectivity_radius
-    max_step = min(limit, 2.0 * max(domain.v_max, domain.radius or 0.0, 1e-300))
-    chart, draw_independent, log_q = _independence_proposal(domain, start, gradient, scale)
+    max_step = min(0.5 * m.injectivity_radius, 2.0 * max(domain.v_max, domain.radius or 0.0, 1e-300))
+    chart, draw_coordinates, log_q = _independence_proposal(domain, start, gradient, scale)
 
-    def walk(state, step, rng):
-        k = len(state)
+    def increments(k, step, rng):
+        """The walk's moves of footpoint and shooting vector, in orthonormal coordinates."""
         z = rng.standard_normal((2, k, m.dim)) * np.minimum(step * 2.0 ** rng.uniform(-2, 2, k),
                                                              max_step)[:, None]
-        p, v = state[:, 0], state[:, 1]
-        xi = m.from_coords(p, c[0, 0] * z[0] + c[0, 1] * z[1])
-        eta = m.from_coords(p, c[1, 0] * z[0] + c[1, 1] * z[1])
-        short = m.norm(p, xi) < domain.reach
-        xi = np.where(short.reshape((k,) + (1,) * len(m.point_shape)), xi, 0.0)
-        p2 = m.exp(p, xi)
-        v2 = m.to_tangent(p2, m.transport(p, p2, v + eta))
-        log_h = 0.0 if m.symmetric_space else volume_ratio(m, p, xi, p2)
-        return np.stack([p2, v2], axis=1), np.where(short, log_h, -np.inf)
-
-    def propose(state, step, rng):
-        y, log_h = walk(state, step, rng)
-        jump = rng.random(len(state)) < 0.5
-        if np.any(jump):
-            fresh, log_q_fresh = draw_independent(int(jump.sum()), rng)
-            log_q_here = log_q(*chart.from_state(state[jump]))
-            y[jump] = fresh
-            with np.errstate(invalid="ignore"):
-                log_h[jump] = np.where(np.isfinite(log_q_fresh), log_q_here - log_q_fresh, -np.inf)
-        return y, log_h, ~jump
+        return c[0, 0] * z[0] + c[0, 1] * z[1], c[1, 0] * z[0] + c[1, 1] * z[1]
 
     chains = max(chains, size)
-    init = np.repeat(np.asarray(start, dtype=float)[None], chains, axis=0)
     step0 = scale * np.sqrt(2.0 * m.dim)
-    spread, _ = walk(init, 3.0 * step0, rng)
-    inside = domain.contains(spread)
-    init[inside] = spread[inside]
-    state, diag = run_chains(init, log_target, propose, rng, burn_in, trace_length, step0,
-                             max_step, None, target_rate=0.25)
+    if m.injectivity_radius == np.inf:
+        space = _ChartChains(chart, domain, log_target, increments, draw_coordinates, log_q)
+    else:
+        space = _BundleChains(chart, domain, log_target, increments, draw_coordinates, log_q)
+    init = space.start(np.asarray(start, dtype=float), chains, 3.0 * step0, rng)
+    state, diag = run_chains(init, space.log_target, space.propose, rng, burn_in, trace_length,
+                             step0, max_step, None, target_rate=0.25)
     steps = burn_in + trace_length
     max_steps = steps * 2**MAX_DOUBLINGS if max_steps is None else max_steps
     while not diag.r_hat <= R_HAT_LIMIT and rate < FALLBACK_ACCEPTANCE and 2 * steps <= max_steps:
-        state, diag = run_chains(state, log_target, propose, rng, 0, steps, diag.step_size,
-                                 max_step, None)
+        state, diag = run_chains(state, space.log_target, space.propose, rng, 0, steps,
+                                 diag.step_size, max_step, None)
         diag.burn_in, steps = steps, 2 * steps
     if not diag.r_hat <= R_HAT_LIMIT and rate >= FALLBACK_ACCEPTANCE:
         return exact(rate, [f"the Metropolis-Hastings chains did not mix (split R-hat "
@@ -394,7 +370,114 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
                       f"uniform proposals, which accept {rate:.1e} here, reach "
                       f"{FALLBACK_ACCEPTANCE:g}",
                       MixingWarning, stacklevel=3)
-    return state[:size], SamplerInfo(
+    return space.states(state[:size]), SamplerInfo(
         "Metropolis-Hastings on the tangent bundle, random walk mixed with a linearised-KNG "
         "independence proposal (approximate)", False, diag.acceptance_rate, diag,
         [f"exact uniform proposals would accept {rate:.2e} of draws"])
+
+
+class _ChartChains:
+    """Chains in the normal coordinates delta of ``_Chart`` (manifolds with infinite injectivity
+    radius, where the chart covers the whole bundle): target density pi(state(delta)) J_p0(a)
+    (the Liouville volume in the chart), a random walk delta + increments (symmetric in delta)
+    and the independence proposal with its density in delta. Only the proposals are mapped to
+    the manifold, one Exp and one transport from the chart's single base point per step, where
+    a walk on the bundle maps each move from its own footpoint and the independence proposal
+    needs the chart coordinates of the current states too."""
+
+    def __init__(self, chart: _Chart, domain: BundleDomain, log_target, increments, draw, log_q):
+        self.chart, self.increments, self.draw, self.log_q = chart, increments, draw, log_q
+        self._log_target = log_target
+        m = domain.manifold
+        #: footpoint coordinates longer than this put p outside the ball (|a| = rho(p0, p))
+        self.reach = np.inf if domain.radius is None else (
+            float(m.dist(domain.center, chart.p0)) + domain.radius)
+
+    def log_target(self, delta: Array) -> Array:
+        a = self.chart._split(delta)[0]
+        out = np.full(len(delta), -np.inf)
+        near = np.linalg.norm(a, axis=1) <= self.reach
+        if np.any(near):
+            out[near] = (self._log_target(self.chart.to_state(delta[near]))
+                          + self.chart.log_volume(a[near]))
+        return out
+
+    def _walk(self, delta: Array, step: float, rng: np.random.Generator) -> Array:
+        moves = self.increments(len(delta), step, rng)
+        return delta + np.concatenate([moves[part] for part in self.chart.parts], axis=1)
+
+    def propose(self, delta: Array, step: float, rng: np.random.Generator):
+        y = self._walk(delta, step, rng)
+        jump = rng.random(len(delta)) < 0.5
+        log_h = np.zeros(len(delta))
+        if np.any(jump):
+            y[jump] = self.draw(int(jump.sum()), rng)
+            log_h[jump] = self.log_q(delta[jump]) - self.log_q(y[jump])
+        return y, log_h, ~jump
+
+    def start(self, state: Array, chains: int, spread: float, rng: np.random.Generator) -> Array:
+        """``chains`` copies of the coordinates of ``state``, each moved by one long walk step
+        where that stays in the domain."""
+        delta = np.repeat(self.chart.from_state(state[None])[0], chains, axis=0)
+        moved = self._walk(delta, spread, rng)
+        inside = np.isfinite(self.log_target(moved))
+        delta[inside] = moved[inside]
+        return delta
+
+    def states(self, delta: Array) -> Array:
+        return self.chart.to_state(delta)
+
+
+class _BundleChains:
+    """Chains on the tangent bundle itself (compact manifolds, where no chart covers it): a walk
+    xi, eta in T_p with p' = Exp_p(xi), v' = Gamma_{p -> p'}(v + eta), rejected when
+    |xi| >= ``domain.reach``, with the volume (Hastings) factor of Exp where the space is not
+    symmetric; and the independence proposal of the chart, with its density w.r.t. the Liouville
+    measure (the chart's, divided by J_p0)."""
+
+    def __init__(self, chart: _Chart, domain: BundleDomain, log_target, increments, draw, log_q):
+        self.chart, self.domain, self.increments = chart, domain, increments
+        self.log_target, self.draw_coordinates, self.log_q = log_target, draw, log_q
+
+    def _walk(self, state: Array, step: float, rng: np.random.Generator) -> tuple[Array, Array]:
+        m, k = self.domain.manifold, len(state)
+        xi_c, eta_c = self.increments(k, step, rng)
+        p, v = state[:, 0], state[:, 1]
+        xi, eta = m.from_coords(p, xi_c), m.from_coords(p, eta_c)
+        short = m.norm(p, xi) < self.domain.reach
+        xi = np.where(short.reshape((k,) + (1,) * len(m.point_shape)), xi, 0.0)
+        p2 = m.exp(p, xi)
+        v2 = m.to_tangent(p2, m.transport(p, p2, v + eta))
+        log_h = 0.0 if m.symmetric_space else volume_ratio(m, p, xi, p2)
+        return np.stack([p2, v2], axis=1), np.where(short, log_h, -np.inf)
+
+    def _draw(self, k: int, rng: np.random.Generator) -> tuple[Array, Array]:
+        """k states of the independence proposal and their log density (Liouville measure);
+        draws beyond the domain's reach are not mapped (density -inf: rejected)."""
+        delta = self.draw_coordinates(k, rng)
+        far = np.linalg.norm(self.chart._split(delta)[0], axis=1) >= self.domain.reach
+        delta[far] = 0.0
+        log_q = self.log_q(delta) - self.chart.log_volume(self.chart._split(delta)[0])
+        return self.chart.to_state(delta), np.where(far, -np.inf, log_q)
+
+    def propose(self, state: Array, step: float, rng: np.random.Generator):
+        y, log_h = self._walk(state, step, rng)
+        jump = rng.random(len(state)) < 0.5
+        if np.any(jump):
+            fresh, log_q_fresh = self._draw(int(jump.sum()), rng)
+            delta, log_j = self.chart.from_state(state[jump])
+            y[jump] = fresh
+            with np.errstate(invalid="ignore"):
+                log_h[jump] = np.where(np.isfinite(log_q_fresh),
+                                       self.log_q(delta) - log_j - log_q_fresh, -np.inf)
+        return y, log_h, ~jump
+
+    def start(self, state: Array, chains: int, spread: float, rng: np.random.Generator) -> Array:
+        init = np.repeat(state[None], chains, axis=0)
+        moved, _ = self._walk(init, spread, rng)
+        inside = self.domain.contains(moved)
+        init[inside] = moved[inside]
+        return init
+
+    def states(self, state: Array) -> Array:
+        return state

@@ -93,7 +93,9 @@ def test_bundle_sampler_matches_the_kng_density_on_the_circle(method, monkeypatc
     """Chi-square of 2-D histograms of (footpoint angle, shooting vector) draws against the
     numerically integrated KNG density; the MCMC path runs 3000 chains and keeps their last states
     (without the exact fallback: R-hat over their 50 kept steps reads about 1.4, the
-    autocorrelation time being about 30 steps, yet the final states follow the law)."""
+    autocorrelation time being about 30 steps, yet the final states follow the law). The law is
+    bimodal: after 1500 steps the p-values over seeds 5-7 were 1e-5-0.1 (3e-5-0.007 with the
+    linearised independence proposal alone), after 3000-4000 steps 0.5-0.8."""
     import geodp.mechanisms.kng as kng
 
     monkeypatch.setattr(kng, "FALLBACK_ACCEPTANCE", 2.0)
@@ -110,8 +112,8 @@ def test_bundle_sampler_matches_the_kng_density_on_the_circle(method, monkeypatc
     rng = np.random.default_rng(5)
     start = np.stack([circle(0.7), np.zeros(2)])
     size = 3000
-    states, info = sample_bundle(domain, gradient, start, sigma, rng, size=size, burn_in=1500,
-                                 trace_length=50, max_steps=1550,
+    states, info = sample_bundle(domain, gradient, start, sigma, rng, size=size, burn_in=3000,
+                                 trace_length=50, max_steps=3050,
                                  min_acceptance=1e-3 if method == "exact" else 2.0)
     assert info.exact == (method == "exact")
     theta, v = _draw_coordinates(states)
@@ -337,7 +339,9 @@ def test_private_regression_release_and_ledger(tmp_path, release):
     assert len(ledger.history()) == 1 and ledger.spent()[0] == pytest.approx(1.0)
     if release == "joint":
         assert rel.sensitivity == pytest.approx(regression_sensitivity(m, 300, 0.3, 1.0, 1.5)["joint"])
-        assert m.dist(p, np.array([0, 0, 1.0])) < 0.2
+        # near the truth: over 40 releases on these data the footpoint's distance to it had
+        # median 0.07-0.12 and maximum 0.74-0.87 (one release in ten beyond 0.2)
+        assert m.dist(p, np.array([0, 0, 1.0])) < 1.0
     else:
         assert rel.diagnostics["epsilon_footpoint"] + rel.diagnostics["epsilon_shooting_vector"] == 1.0
     if not rel.exact_sampler:

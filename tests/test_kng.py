@@ -225,7 +225,7 @@ def test_unmixed_chains_without_exact_fallback_run_on_until_they_mix(monkeypatch
     assert info.mcmc.burn_in == info.mcmc.trace_length > 12
 
 
-def test_exact_only_raises_where_the_uniform_law_accepts_too_little():
+def test_exact_only_and_max_steps_refuse_what_they_cannot_do():
     m = Sphere(1)
     x, y = _circle_regression()
     domain = BundleDomain(m, np.array([1.0, 0.0]), None, 2.0)
@@ -237,6 +237,8 @@ def test_exact_only_raises_where_the_uniform_law_accepts_too_little():
     with pytest.raises(ValueError, match="accept about .* below 2"):
         sample_bundle(domain, gradient, start, 0.08, np.random.default_rng(1), min_acceptance=2.0,
                       exact_only=True)
+    with pytest.raises(ValueError, match="max_steps"):
+        sample_bundle(domain, gradient, start, 0.08, np.random.default_rng(1), max_steps=100)
 
 
 @pytest.mark.filterwarnings("ignore::geodp.mechanisms.kng.MixingWarning")

@@ -312,6 +312,9 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
     chains: below ``min_acceptance`` it raises a ValueError instead.
     """
     m = domain.manifold
+    if max_steps is not None and max_steps < burn_in + trace_length:
+        raise ValueError(f"max_steps ({max_steps}) must be at least burn_in + trace_length "
+                         f"({burn_in + trace_length}): the chains' first run")
 
     def grad_norm(p, v):
         g = gradient(p, v)

@@ -66,6 +66,28 @@ def _circle_regression(n=40, seed=3):
     return x, y
 
 
+def _circle_problem():
+    """The regression of ``_circle_regression`` on S^1: its domain (|v| <= 2), gradient (tau 0.5)
+    and a start."""
+    m = Sphere(1)
+    x, y = _circle_regression()
+
+    def gradient(p, v):
+        return regression_gradient(m, p, v, x, y, 0.5)[:2]
+
+    return BundleDomain(m, np.array([1.0, 0.0]), None, 2.0), gradient, np.stack([circle(0.7), np.zeros(2)])
+
+
+def _chi_square_pvalue(counts, probs, size):
+    """Chi-square p-value of histogram ``counts`` against bin probabilities (bins expecting
+    more than 5 draws)."""
+    keep = probs.ravel() * size > 5
+    observed = counts.ravel()[keep]
+    expected = probs.ravel()[keep] * size
+    expected *= observed.sum() / expected.sum()
+    return stats.chisquare(observed, expected).pvalue
+
+
 def _grid_target(x, y, tau, v_max, sigma, bins):
     """Bin probabilities of exp(-|G(theta, v)|/sigma) on S^1 x [-V, V] by a fine midpoint rule."""
     m = Sphere(1)
@@ -118,11 +140,7 @@ def test_bundle_sampler_matches_the_kng_density_on_the_circle(method, monkeypatc
     assert info.exact == (method == "exact")
     theta, v = _draw_coordinates(states)
     counts, _, _ = np.histogram2d(theta, v, bins=bins, range=[[-np.pi, np.pi], [-v_max, v_max]])
-    keep = probs.ravel() * size > 5
-    observed = counts.ravel()[keep]
-    expected = probs.ravel()[keep] * size
-    expected *= observed.sum() / expected.sum()
-    assert stats.chisquare(observed, expected).pvalue > ALPHA
+    assert _chi_square_pvalue(counts, probs, size) > ALPHA
 
 
 @pytest.mark.filterwarnings("ignore::geodp.mechanisms.kng.MixingWarning")
@@ -166,11 +184,7 @@ def test_chart_chains_match_the_footpoint_kng_density_on_the_hyperbolic_plane(mo
     r = m.dist(o, q)
     t = np.arctan2(q[:, 2], q[:, 1])
     counts, _, _ = np.histogram2d(r, t, bins=bins, range=[[0, radius], [-np.pi, np.pi]])
-    keep = probs.ravel() * size > 5
-    expected = probs.ravel()[keep] * size
-    observed = counts.ravel()[keep]
-    expected *= observed.sum() / expected.sum()
-    assert stats.chisquare(observed, expected).pvalue > ALPHA
+    assert _chi_square_pvalue(counts, probs, size) > ALPHA
 
 
 def test_unmixed_chains_give_way_to_the_exact_sampler(monkeypatch):
@@ -179,14 +193,7 @@ def test_unmixed_chains_give_way_to_the_exact_sampler(monkeypatch):
     accepts less, the chain's state is returned with a MixingWarning."""
     import geodp.mechanisms.kng as kng
 
-    m = Sphere(1)
-    x, y = _circle_regression()
-    domain = BundleDomain(m, np.array([1.0, 0.0]), None, 2.0)
-
-    def gradient(p, v):
-        return regression_gradient(m, p, v, x, y, 0.5)[:2]
-
-    start = np.stack([circle(0.7), np.zeros(2)])
+    domain, gradient, start = _circle_problem()
     run = dict(size=2, burn_in=4, trace_length=8, min_acceptance=2.0)
     monkeypatch.setattr(kng, "R_HAT_LIMIT", 0.0)
     states, info = sample_bundle(domain, gradient, start, 0.08, np.random.default_rng(1), **run)
@@ -204,14 +211,7 @@ def test_unmixed_chains_without_exact_fallback_run_on_until_they_mix(monkeypatch
     import geodp.mechanisms.kng as kng
 
     monkeypatch.setattr(kng, "FALLBACK_ACCEPTANCE", 2.0)
-    m = Sphere(1)
-    x, y = _circle_regression()
-    domain = BundleDomain(m, np.array([1.0, 0.0]), None, 2.0)
-
-    def gradient(p, v):
-        return regression_gradient(m, p, v, x, y, 0.5)[:2]
-
-    start = np.stack([circle(0.7), np.zeros(2)])
+    domain, gradient, start = _circle_problem()
     run = dict(size=2, burn_in=4, trace_length=8, min_acceptance=2.0)
     with pytest.warns(kng.MixingWarning):
         _, short = sample_bundle(domain, gradient, start, 0.08, np.random.default_rng(2), **run,
@@ -226,14 +226,7 @@ def test_unmixed_chains_without_exact_fallback_run_on_until_they_mix(monkeypatch
 
 
 def test_exact_only_and_max_steps_refuse_what_they_cannot_do():
-    m = Sphere(1)
-    x, y = _circle_regression()
-    domain = BundleDomain(m, np.array([1.0, 0.0]), None, 2.0)
-
-    def gradient(p, v):
-        return regression_gradient(m, p, v, x, y, 0.5)[:2]
-
-    start = np.stack([circle(0.7), np.zeros(2)])
+    domain, gradient, start = _circle_problem()
     with pytest.raises(ValueError, match="accept about .* below 2"):
         sample_bundle(domain, gradient, start, 0.08, np.random.default_rng(1), min_acceptance=2.0,
                       exact_only=True)

@@ -118,6 +118,9 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
         Budget and public domain (above).
     ledger : BudgetLedger, optional
         Reserved before any randomness is drawn.
+    chains, burn_in, max_steps : int
+        The Metropolis-Hastings chains, when they run: how many, their burn-in before 100 kept
+        steps, and the most steps they may run on to mix (default 8 times the first run).
 
     Returns
     -------

@@ -111,7 +111,8 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     x : array (n,)
         Covariates. Outside ``x_range`` they raise, or with ``clip=True`` are clipped into it.
         With ``y`` a chunked ``dask.array.Array`` (``x`` then cut like it), every gradient is a
-        distributed reduction: one pass per sampler step.
+        distributed reduction: one pass per sampler step (300, and up to ``max_steps`` when the
+        chains run on to mix).
     y : array (n, *point_shape)
         Responses on ``manifold`` (one record is one pair (x_i, y_i); n is public).
     epsilon, tau, x_range, v_max, center, radius

@@ -74,15 +74,15 @@ class _Wrapped:
         rng = as_generator(rng)
         c = self.tangent_center(center)
         shape = size_tuple(size) + c.shape[:-1]
-        u = c + self._noise(shape, rng)
         m = self.manifold
-        with np.errstate(over="ignore", invalid="ignore"):
+        with np.errstate(over="ignore", invalid="ignore"):  # overflowing draws raise below
+            u = c + self._noise(shape, rng)
             out = m.exp(self.footpoint, m.from_coords(self.footpoint, u))
-        if not np.all(np.isfinite(out)):
-            raise ValueError(
-                f"draws at this noise scale leave double precision on {m!r} (tangent norms up to "
-                f"{float(np.max(np.linalg.norm(u, axis=-1))):.3g}); the guarantee this scale buys "
-                f"is negligible: use a smaller scale (a larger privacy budget or sample)")
+            if not np.all(np.isfinite(out)):
+                raise ValueError(
+                    f"draws at this noise scale leave double precision on {m!r} (tangent norms up "
+                    f"to {float(np.max(np.linalg.norm(u, axis=-1))):.3g}); the guarantee this scale "
+                    f"buys is negligible: use a smaller scale (a larger privacy budget or sample)")
         return out
 
     def log_density(self, center: Array, y: Array) -> Array:

@@ -321,6 +321,28 @@ def _sphere_data(n=300, seed=0):
 
 
 @pytest.mark.parametrize("release", ["joint", "sequential"])
+@pytest.mark.parametrize("m", [SPD(2), Hyperbolic(2)], ids=repr)
+def test_private_regression_on_hadamard_manifolds_runs_its_chains_in_one_chart(m, release):
+    """Releases on manifolds with infinite injectivity radius, whose chains live in normal
+    coordinates of a chart (1000 records: the uniform law accepts too little for exact draws):
+    the draw lies in the public domain and the release carries the chains' diagnostics, which
+    say they mixed."""
+    rng = np.random.default_rng(4)
+    center = np.eye(2) if isinstance(m, SPD) else np.array([1.0, 0.0, 0.0])
+    x = rng.uniform(0.0, 1.0, 1000)
+    v0 = m.from_coords(center, np.array([0.4, -0.3, 0.2][:m.dim]))
+    y = m.exp(center, x.reshape((-1,) + (1,) * len(m.point_shape)) * v0)
+    rel = geodp.private_geodesic_regression(m, x, y, 1.0, tau=0.5, x_range=(0, 1), v_max=1.0,
+                                            center=center, radius=1.0, rng=5, release=release)
+    p, v = rel.value["footpoint"], rel.value["shooting_vector"]
+    assert m.dist(center, p) <= 1.0 + 1e-12 and m.norm(p, v) <= 1.0 + 1e-12
+    samplers = [rel.diagnostics[k] for k in ("sampler", "sampler_footpoint", "sampler_shooting_vector")
+                if k in rel.diagnostics]
+    assert not rel.exact_sampler and any("mcmc" in info for info in samplers)
+    assert all(info["mcmc"]["r_hat"] <= 1.1 for info in samplers if "mcmc" in info)
+
+
+@pytest.mark.parametrize("release", ["joint", "sequential"])
 def test_private_regression_release_and_ledger(tmp_path, release):
     m, x, y = _sphere_data()
     ledger = BudgetLedger(tmp_path / "l.db", 5.0)

@@ -223,6 +223,8 @@ def test_unmixed_chains_without_exact_fallback_run_on_until_they_mix(monkeypatch
                                 max_steps=12 * 2**8)
     assert info.mcmc.r_hat <= kng.R_HAT_LIMIT
     assert info.mcmc.burn_in == info.mcmc.trace_length > 12
+    assert "after the first 12 steps" in info.notes[1]
+    assert f"run on to {2 * info.mcmc.burn_in} steps" in info.notes[-1]
 
 
 def test_exact_only_and_max_steps_refuse_what_they_cannot_do():

@@ -373,11 +373,15 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
     state, diag = run_chains(init, space.log_target, space.propose, rng, burn_in, trace_length,
                              step0, max_step, None, target_rate=0.25)
     steps = burn_in + trace_length
+    notes = [f"exact uniform proposals would accept {rate:.2e} of draws"]
+    if not diag.r_hat <= R_HAT_LIMIT and rate < FALLBACK_ACCEPTANCE:
+        notes.append(f"split R-hat after the first {steps} steps: {diag.r_hat:.3g}")
     max_steps = steps * 2**MAX_DOUBLINGS if max_steps is None else max_steps
     while not diag.r_hat <= R_HAT_LIMIT and rate < FALLBACK_ACCEPTANCE and 2 * steps <= max_steps:
         state, diag = run_chains(state, space.log_target, space.propose, rng, 0, steps,
                                  diag.step_size, max_step, None)
         diag.burn_in, steps = steps, 2 * steps
+        notes.append(f"run on to {steps} steps, the first {steps // 2} discarded: R-hat {diag.r_hat:.3g}")
     if not diag.r_hat <= R_HAT_LIMIT and rate >= FALLBACK_ACCEPTANCE:
         return exact(rate, [f"the Metropolis-Hastings chains did not mix (split R-hat "
                             f"{diag.r_hat:.3g}): drawn exactly instead"])
@@ -391,8 +395,7 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
                       MixingWarning, stacklevel=3)
     return space.states(state[:size]), SamplerInfo(
         "Metropolis-Hastings on the tangent bundle, random walk mixed with a linearised-KNG "
-        "independence proposal (approximate)", False, diag.acceptance_rate, diag,
-        [f"exact uniform proposals would accept {rate:.2e} of draws"])
+        "independence proposal (approximate)", False, diag.acceptance_rate, diag, notes)
 
 
 class _ChartChains:

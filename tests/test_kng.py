@@ -187,6 +187,27 @@ def test_chart_chains_match_the_footpoint_kng_density_on_the_hyperbolic_plane(mo
     assert _chi_square_pvalue(counts, probs, size) > ALPHA
 
 
+def test_chart_chains_started_just_outside_the_domain_start_at_the_chart_centre():
+    """A start whose coordinates land outside the domain (as rounding can do to a fit moved onto
+    the ball's edge) is replaced by the chart's centre instead of failing the chains' start."""
+    from geodp.mechanisms.kng import _Chart, _ChartChains
+
+    m = SPD(2)
+    domain = BundleDomain(m, np.eye(2), 1.0, 1.0)
+    inside = np.stack([m.exp(np.eye(2), np.diag([0.3, 0.0])), np.diag([0.2, 0.1])])
+    outside = np.stack([m.exp(np.eye(2), np.diag([1.0 + 1e-9, 0.0])), np.diag([0.2, 0.1])])
+    assert domain.contains(inside[None])[0] and not domain.contains(outside[None])[0]
+
+    def log_target(states):
+        return np.where(domain.contains(states), 0.0, -np.inf)
+
+    chart = _Chart(domain, inside)
+    chains = _ChartChains(chart, domain, log_target, lambda k, step, rng: (np.zeros((k, 3)),) * 2,
+                          None, None)
+    delta = chains.start(outside, 4, 0.0, np.random.default_rng(0))
+    assert np.all(delta == 0.0) and np.all(np.isfinite(chains.log_target(delta)))
+
+
 def test_unmixed_chains_give_way_to_the_exact_sampler(monkeypatch):
     """Chains judged unmixed (here: every run, R-hat limit 0) are replaced by an exact draw when
     the uniform law accepts at least FALLBACK_ACCEPTANCE, and the release says why; when it

@@ -439,8 +439,13 @@ class _ChartChains:
 
     def start(self, state: Array, chains: int, spread: float, rng: np.random.Generator) -> Array:
         """``chains`` copies of the coordinates of ``state``, each moved by one long walk step
-        where that stays in the domain."""
-        delta = np.repeat(self.chart.from_state(state[None])[0], chains, axis=0)
+        where that stays in the domain. A start on the domain's edge (a fit moved onto the
+        footpoint ball) may leave it by the rounding of its coordinates: the chains then start
+        at the chart's centre, the (Newton-refined) fit inside the domain."""
+        delta = self.chart.from_state(state[None])[0]
+        if not np.isfinite(self.log_target(delta)[0]):
+            delta = np.zeros_like(delta)
+        delta = np.repeat(delta, chains, axis=0)
         moved = self._walk(delta, spread, rng)
         inside = np.isfinite(self.log_target(moved))
         delta[inside] = moved[inside]

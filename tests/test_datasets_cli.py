@@ -97,3 +97,6 @@ def test_cli_release_regression_on_the_trilobites(capsys):
     assert out["diagnostics"]["x_range"] == [-4.0, 2.0]
     assert main(["release", "regression", "cities", "--epsilon", "1", "--tau", "1", "--v-max", "1"]) == 2
     assert "no covariate" in capsys.readouterr().err
+    assert main(["release", "regression", "trilobites", "--epsilon", "1", "--tau", "0.5",
+                 "--v-max", "0.5", "--max-steps", "100"]) == 2
+    assert "max_steps (100) must be at least" in capsys.readouterr().err

@@ -314,7 +314,8 @@ def cmd_release_regression(args: argparse.Namespace) -> None:
     rel = private_geodesic_regression(manifold, x, y, args.epsilon, args.tau, x_range, args.v_max,
                                       center=center, radius=args.radius, rng=args.seed,
                                       release=args.release, clip=args.clip, ledger=ledger,
-                                      footpoint_budget=args.footpoint_budget)
+                                      footpoint_budget=args.footpoint_budget,
+                                      max_steps=args.max_steps)
     emit({"manifold": repr(manifold), "data": args.data, "n": len(x), **rel.as_dict()})
 
 
@@ -594,6 +595,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--footpoint-budget", type=float, default=0.5,
                    help="sequential: share of epsilon for the footpoint")
     p.add_argument("--clip", action="store_true", help="clip covariates into --x-range")
+    p.add_argument("--max-steps", type=int,
+                   help="most steps the sampler's chains may run on to mix (default 2400)")
     p.set_defaults(func=cmd_release_regression)
 
     p = rsub.add_parser("pca", formatter_class=HELP, parents=[RELEASE],

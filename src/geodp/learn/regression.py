@@ -34,6 +34,10 @@ def _check_range(x_range) -> tuple[float, float]:
     return lo, hi
 
 
+#: Steps the sampler's chains keep for their diagnostics after the burn-in (first run).
+KEPT_STEPS = 100
+
+
 def _shortened(manifold: Manifold, p: Array, v: Array, v_max: float) -> Array:
     """v scaled down, if need be, to norm 0.99 v_max: a chain start strictly inside the domain."""
     size = float(manifold.norm(p, v))
@@ -158,6 +162,9 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     center, radius = _domain_ball(manifold, center, radius)
     if release == "sequential" and not 0 < footpoint_budget < 1:
         raise ValueError(f"footpoint_budget must lie in (0, 1), got {footpoint_budget}")
+    if max_steps is not None and max_steps < burn_in + KEPT_STEPS:
+        raise ValueError(f"max_steps ({max_steps}) must be at least burn_in + {KEPT_STEPS} "
+                         f"({burn_in + KEPT_STEPS}): the chains' first run")
     x_bound = max(abs(lo), abs(hi))
     sens = regression_sensitivity(manifold, n, tau, x_bound, v_max)
     target = PureDP(epsilon)
@@ -174,7 +181,7 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
                    "sensitivities": sens}
     with reserved(ledger, target, f"geodesic regression (KNG {release}, {target.describe()})"):
         run = dict(rng=as_generator(rng), precondition=data.preconditioner(), chains=chains,
-                   burn_in=burn_in, max_steps=max_steps)
+                   burn_in=burn_in, trace_length=KEPT_STEPS, max_steps=max_steps)
 
         def gradient(p, v):
             """The gradient field at a batch of states; in memory, blocks of states keep the

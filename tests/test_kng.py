@@ -210,8 +210,9 @@ def test_chart_chains_started_just_outside_the_domain_start_at_the_chart_centre(
 
 def test_unmixed_chains_give_way_to_the_exact_sampler(monkeypatch):
     """Chains judged unmixed (here: every run, R-hat limit 0) are replaced by an exact draw when
-    the uniform law accepts at least FALLBACK_ACCEPTANCE, and the release says why; when it
-    accepts less, the chain's state is returned with a MixingWarning."""
+    the uniform law accepts at least FALLBACK_ACCEPTANCE, and the release says why, unless
+    ``exact_fallback=False``; when it accepts less, the chain's state is returned with a
+    MixingWarning."""
     import geodp.mechanisms.kng as kng
 
     domain, gradient, start = _circle_problem()
@@ -219,6 +220,10 @@ def test_unmixed_chains_give_way_to_the_exact_sampler(monkeypatch):
     monkeypatch.setattr(kng, "R_HAT_LIMIT", 0.0)
     states, info = sample_bundle(domain, gradient, start, 0.08, np.random.default_rng(1), **run)
     assert info.exact and "did not mix" in info.notes[0] and np.all(domain.contains(states))
+    with pytest.warns(kng.MixingWarning):
+        _, info = sample_bundle(domain, gradient, start, 0.08, np.random.default_rng(1), **run,
+                                max_steps=12, exact_fallback=False)
+    assert not info.exact
     monkeypatch.setattr(kng, "FALLBACK_ACCEPTANCE", 2.0)
     with pytest.warns(kng.MixingWarning, match="not mixed after 48 steps"):
         _, info = sample_bundle(domain, gradient, start, 0.08, np.random.default_rng(1), **run,

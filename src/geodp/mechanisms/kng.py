@@ -274,7 +274,7 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
                   rng: np.random.Generator, precondition: Array | None = None, chains: int = 8,
                   burn_in: int = 200, trace_length: int = 100, size: int = 1,
                   min_acceptance: float = MIN_UNIFORM_ACCEPTANCE, max_steps: int | None = None,
-                  exact_only: bool = False) -> tuple[Array, SamplerInfo]:
+                  exact_only: bool = False, exact_fallback: bool = True) -> tuple[Array, SamplerInfo]:
     """``size`` KNG draws (p, v) on ``domain``, stacked (size, 2, *point_shape): density
     exp(-|G(p, v)| / scale) with G the moving parts of ``gradient(p, v) = (grad_p, grad_v)`` (both,
     in the product norm; or the footpoint's; or the shooting vector's).
@@ -309,7 +309,9 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
     as they have run so far, which are then all discarded as burn-in (BDA3's rule of keeping the
     second half), until they mix or would pass ``max_steps`` in all (default: 2^MAX_DOUBLINGS
     times burn_in + trace_length); then a ``MixingWarning``. ``exact_only=True`` never runs
-    chains: below ``min_acceptance`` it raises a ValueError instead.
+    chains: below ``min_acceptance`` it raises a ValueError instead. ``exact_fallback=False``
+    keeps the chains' draws whatever their diagnostics (for reproducing a procedure that samples
+    by MCMC of a fixed length).
     """
     m = domain.manifold
     if max_steps is not None and max_steps < burn_in + trace_length:
@@ -373,26 +375,28 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
     state, diag = run_chains(init, space.log_target, space.propose, rng, burn_in, trace_length,
                              step0, max_step, None, target_rate=0.25)
     steps = burn_in + trace_length
+    can_fall_back = exact_fallback and rate >= FALLBACK_ACCEPTANCE
     notes = [f"exact uniform proposals would accept {rate:.2e} of draws"]
-    if not diag.r_hat <= R_HAT_LIMIT and rate < FALLBACK_ACCEPTANCE:
+    if not diag.r_hat <= R_HAT_LIMIT and not can_fall_back:
         notes.append(f"split R-hat after the first {steps} steps: {diag.r_hat:.3g}")
     max_steps = steps * 2**MAX_DOUBLINGS if max_steps is None else max_steps
-    while not diag.r_hat <= R_HAT_LIMIT and rate < FALLBACK_ACCEPTANCE and 2 * steps <= max_steps:
+    while not diag.r_hat <= R_HAT_LIMIT and not can_fall_back and 2 * steps <= max_steps:
         state, diag = run_chains(state, space.log_target, space.propose, rng, 0, steps,
                                  diag.step_size, max_step, None)
         diag.burn_in, steps = steps, 2 * steps
         notes.append(f"run on to {steps} steps, the first {steps // 2} discarded: R-hat {diag.r_hat:.3g}")
-    if not diag.r_hat <= R_HAT_LIMIT and rate >= FALLBACK_ACCEPTANCE:
+    if not diag.r_hat <= R_HAT_LIMIT and can_fall_back:
         return exact(rate, [f"the Metropolis-Hastings chains did not mix (split R-hat "
                             f"{diag.r_hat:.3g}): drawn exactly instead"])
     if not diag.r_hat <= R_HAT_LIMIT:
+        advice = (f"the exact fallback (uniform proposals accept {rate:.1e} here)"
+                  if rate >= FALLBACK_ACCEPTANCE else
+                  f"a narrower public domain (v_max, radius), on which exact uniform proposals, "
+                  f"which accept {rate:.1e} here, reach {FALLBACK_ACCEPTANCE:g}")
         warnings.warn(f"the K-norm gradient chains have not mixed after {steps} steps (split R-hat "
                       f"{diag.r_hat:.3g} > {R_HAT_LIMIT}, ESS {diag.ess:.3g}): the draw is not yet "
                       f"from the mechanism's law, so the stated guarantee is not backed; raise "
-                      f"max_steps, or narrow the public domain (v_max, radius) so that exact "
-                      f"uniform proposals, which accept {rate:.1e} here, reach "
-                      f"{FALLBACK_ACCEPTANCE:g}",
-                      MixingWarning, stacklevel=3)
+                      f"max_steps, or use {advice}", MixingWarning, stacklevel=3)
     return space.states(state[:size]), SamplerInfo(
         "Metropolis-Hastings on the tangent bundle, random walk mixed with a linearised-KNG "
         "independence proposal (approximate)", False, diag.acceptance_rate, diag, notes)

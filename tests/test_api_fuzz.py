@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import geodp
@@ -47,6 +47,8 @@ def test_frechet_mean_refuses_or_returns_finite(manifold, n, poison, extra_dim):
 @SETTINGS
 @given(numbers, numbers, st.sampled_from(["laplace", "wrapped-laplace", "wrapped-gaussian",
                                           "dp-rgd", "nonsense"]), numbers)
+@example(0.0625, 229, "dp-rgd", 0.0625)  # noise stepped iterates out of double precision: charged,
+@example(0.25, 225, "dp-rgd", 0.25)      # then raised; or released NaN (found in a fresh clone)
 def test_private_mean_refuses_or_releases_and_never_charges_without_releasing(
         epsilon, radius, mechanism, delta):
     m = Hyperbolic(2)

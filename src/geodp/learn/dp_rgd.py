@@ -117,6 +117,21 @@ def _noise_multiplier(epsilon: float, delta: float, rate: float, steps: int, sam
     return noise_multiplier_for(epsilon, delta, rate, steps, sampling, accountant=accountant)
 
 
+def _check_steps_representable(manifold: Manifold, domain: tuple[Array, float], step: float) -> None:
+    """Refuse, before any budget is reserved, noise so large that one step from the ball, of
+    length up to ``step`` (the clipped gradient sum plus noise beyond which a tangent Gaussian
+    falls with probability below 1e-14, sqrt(d) + 8 standard deviations, times the learning
+    rate), leaves what double precision represents: the iterate would overflow."""
+    center, radius = domain
+    with np.errstate(over="ignore", invalid="ignore"):
+        probe = manifold.exp(center, manifold.from_coords(center, (radius + step) * np.eye(manifold.dim)[0]))
+    if not np.all(np.isfinite(probe)):
+        raise ValueError(f"noise at this scale moves the iterates by up to {step:.3g} per step, beyond "
+                         f"what double precision represents on {manifold!r} from a ball of radius "
+                         f"{radius:g}; the guarantee this scale buys is negligible: use a larger "
+                         f"privacy budget, more records, fewer steps or a smaller learning rate")
+
+
 def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array], data: Array,
             epsilon: float, delta: float, steps: int, batch_size: int | None = None,
             lr: float | Callable[[int], float] = 0.1, init: Array | None = None,
@@ -217,6 +232,9 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
     sigma = z * sensitivity
     guarantee = SubsampledGaussian(z, rate, steps, sampling if rate < 1.0 else "poisson")
     schedule = lr if callable(lr) else (lambda t, lr=check_positive("lr", lr): lr)
+    if domain is not None:
+        _check_steps_representable(manifold, domain, max(abs(float(schedule(t))) for t in range(steps))
+                                   * (bound * expected + sigma * (np.sqrt(manifold.dim) + 8.0)) / expected)
     def step_gradients(w: Array, batch: Array) -> tuple[Array, int]:
         """The clipped sum of the batch's per-record gradients at w, and how many were clipped."""
         if not len(batch):

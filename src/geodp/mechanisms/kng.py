@@ -402,7 +402,20 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
         "independence proposal (approximate)", False, diag.acceptance_rate, diag, notes)
 
 
-class _ChartChains:
+class _Chains:
+    """The step shared by both spaces of chains: each chain takes the walk (``_walk``: proposals
+    and their log Hastings factors) or, with probability 1/2, a fresh draw of the independence
+    proposal (``_independent``: draws and log q(x) - log q(y) at the chains it replaces)."""
+
+    def propose(self, x: Array, step: float, rng: np.random.Generator):
+        y, log_h = self._walk(x, step, rng)
+        jump = rng.random(len(x)) < 0.5
+        if np.any(jump):
+            y[jump], log_h[jump] = self._independent(x[jump], rng)
+        return y, log_h, ~jump
+
+
+class _ChartChains(_Chains):
     """Chains in the normal coordinates delta of ``_Chart`` (manifolds with infinite injectivity
     radius, where the chart covers the whole bundle): target density pi(state(delta)) J_p0(a)
     (the Liouville volume in the chart), a random walk delta + increments (symmetric in delta)
@@ -428,18 +441,14 @@ class _ChartChains:
                           + self.chart.log_volume(a[near]))
         return out
 
-    def _walk(self, delta: Array, step: float, rng: np.random.Generator) -> Array:
+    def _walk(self, delta: Array, step: float, rng: np.random.Generator) -> tuple[Array, Array]:
         moves = self.increments(len(delta), step, rng)
-        return delta + np.concatenate([moves[part] for part in self.chart.parts], axis=1)
+        return (delta + np.concatenate([moves[part] for part in self.chart.parts], axis=1),
+                np.zeros(len(delta)))
 
-    def propose(self, delta: Array, step: float, rng: np.random.Generator):
-        y = self._walk(delta, step, rng)
-        jump = rng.random(len(delta)) < 0.5
-        log_h = np.zeros(len(delta))
-        if np.any(jump):
-            y[jump] = self.draw(int(jump.sum()), rng)
-            log_h[jump] = self.log_q(delta[jump]) - self.log_q(y[jump])
-        return y, log_h, ~jump
+    def _independent(self, delta: Array, rng: np.random.Generator) -> tuple[Array, Array]:
+        fresh = self.draw(len(delta), rng)
+        return fresh, self.log_q(delta) - self.log_q(fresh)
 
     def start(self, state: Array, chains: int, spread: float, rng: np.random.Generator) -> Array:
         """``chains`` copies of the coordinates of ``state``, each moved by one long walk step
@@ -450,7 +459,7 @@ class _ChartChains:
         if not np.isfinite(self.log_target(delta)[0]):
             delta = np.zeros_like(delta)
         delta = np.repeat(delta, chains, axis=0)
-        moved = self._walk(delta, spread, rng)
+        moved, _ = self._walk(delta, spread, rng)
         inside = np.isfinite(self.log_target(moved))
         delta[inside] = moved[inside]
         return delta
@@ -459,7 +468,7 @@ class _ChartChains:
         return self.chart.to_state(delta)
 
 
-class _BundleChains:
+class _BundleChains(_Chains):
     """Chains on the tangent bundle itself (compact manifolds, where no chart covers it): a walk
     xi, eta in T_p with p' = Exp_p(xi), v' = Gamma_{p -> p'}(v + eta), rejected when
     |xi| >= ``domain.reach``, with the volume (Hastings) factor of Exp where the space is not
@@ -491,17 +500,12 @@ class _BundleChains:
         log_q = self.log_q(delta) - self.chart.log_volume(self.chart._split(delta)[0])
         return self.chart.to_state(delta), np.where(far, -np.inf, log_q)
 
-    def propose(self, state: Array, step: float, rng: np.random.Generator):
-        y, log_h = self._walk(state, step, rng)
-        jump = rng.random(len(state)) < 0.5
-        if np.any(jump):
-            fresh, log_q_fresh = self._draw(int(jump.sum()), rng)
-            delta, log_j = self.chart.from_state(state[jump])
-            y[jump] = fresh
-            with np.errstate(invalid="ignore"):
-                log_h[jump] = np.where(np.isfinite(log_q_fresh),
-                                       self.log_q(delta) - log_j - log_q_fresh, -np.inf)
-        return y, log_h, ~jump
+    def _independent(self, state: Array, rng: np.random.Generator) -> tuple[Array, Array]:
+        fresh, log_q_fresh = self._draw(len(state), rng)
+        delta, log_j = self.chart.from_state(state)
+        with np.errstate(invalid="ignore"):
+            return fresh, np.where(np.isfinite(log_q_fresh), self.log_q(delta) - log_j - log_q_fresh,
+                                   -np.inf)
 
     def start(self, state: Array, chains: int, spread: float, rng: np.random.Generator) -> Array:
         init = np.repeat(state[None], chains, axis=0)

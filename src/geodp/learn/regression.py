@@ -9,7 +9,7 @@ import numpy as np
 
 from ..manifolds import Manifold
 from ..manifolds.base import Array, as_generator, manifold_first
-from ..mechanisms.kng import BundleDomain, KNormGradient, sample_bundle
+from ..mechanisms.kng import BundleDomain, KNormGradient, check_max_steps, sample_bundle
 from ..privacy import BudgetLedger, PureDP
 from ..privacy.conversions import check_positive
 from ..statistics import ConvergenceWarning
@@ -162,9 +162,7 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     center, radius = _domain_ball(manifold, center, radius)
     if release == "sequential" and not 0 < footpoint_budget < 1:
         raise ValueError(f"footpoint_budget must lie in (0, 1), got {footpoint_budget}")
-    if max_steps is not None and max_steps < burn_in + KEPT_STEPS:
-        raise ValueError(f"max_steps ({max_steps}) must be at least burn_in + {KEPT_STEPS} "
-                         f"({burn_in + KEPT_STEPS}): the chains' first run")
+    check_max_steps(max_steps, burn_in + KEPT_STEPS)  # before the ledger reserves anything
     x_bound = max(abs(lo), abs(hi))
     sens = regression_sensitivity(manifold, n, tau, x_bound, v_max)
     target = PureDP(epsilon)

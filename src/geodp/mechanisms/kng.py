@@ -62,6 +62,13 @@ class MixingWarning(UserWarning):
     """MCMC chains whose diagnostics show they have not reached the target law."""
 
 
+def check_max_steps(max_steps: int | None, first_run: int) -> None:
+    """Refuse a bound on the chains' steps below their first run (burn-in plus kept steps)."""
+    if max_steps is not None and max_steps < first_run:
+        raise ValueError(f"max_steps ({max_steps}) must be at least the chains' first run, burn_in "
+                         f"plus the kept steps ({first_run})")
+
+
 class KNormGradient:
     """Calibration of KNG: ``scale`` sigma = 2 Delta / epsilon for epsilon-DP."""
 
@@ -314,9 +321,7 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
     by MCMC of a fixed length).
     """
     m = domain.manifold
-    if max_steps is not None and max_steps < burn_in + trace_length:
-        raise ValueError(f"max_steps ({max_steps}) must be at least burn_in + trace_length "
-                         f"({burn_in + trace_length}): the chains' first run")
+    check_max_steps(max_steps, burn_in + trace_length)
 
     def grad_norm(p, v):
         g = gradient(p, v)

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..chunked import ChunkedSample
 from ..manifolds import Manifold
-from ..manifolds.base import Array
+from ..manifolds.base import Array, represents_distance
 
 
 CLIP_WARNING = 0.05
@@ -22,8 +22,7 @@ class ClippingWarning(UserWarning):
 def check_representable(manifold: Manifold, center: Array, radius: float) -> None:
     """Refuse a public ball whose boundary double precision cannot hold (far hyperbolic or SPD
     points overflow): the mechanisms' draws and iterates would leave the number range."""
-    probe = manifold.exp(center, manifold.from_coords(center, radius * np.eye(manifold.dim)[0]))
-    if not np.all(np.isfinite(probe)):
+    if not represents_distance(manifold, center, radius):
         raise ValueError(f"radius {radius:g} reaches beyond what double precision represents on "
                          f"{manifold!r} (points at that distance overflow); choose a smaller radius")
 

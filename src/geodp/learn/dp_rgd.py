@@ -29,7 +29,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..manifolds import Manifold
-from ..manifolds.base import Array, as_generator
+from ..manifolds.base import Array, as_generator, represents_distance
 from ..mechanisms.tangent_gaussian import TangentGaussian
 from ..privacy import BudgetLedger, SubsampledGaussian, gdp_mu, noise_multiplier_for
 from ..privacy.conversions import check_count, check_delta, check_positive
@@ -123,9 +123,7 @@ def _check_steps_representable(manifold: Manifold, domain: tuple[Array, float], 
     falls with probability below 1e-14, sqrt(d) + 8 standard deviations, times the learning
     rate), leaves what double precision represents: the iterate would overflow."""
     center, radius = domain
-    with np.errstate(over="ignore", invalid="ignore"):
-        probe = manifold.exp(center, manifold.from_coords(center, (radius + step) * np.eye(manifold.dim)[0]))
-    if not np.all(np.isfinite(probe)):
+    if not represents_distance(manifold, center, radius + step):
         raise ValueError(f"noise at this scale moves the iterates by up to {step:.3g} per step, beyond "
                          f"what double precision represents on {manifold!r} from a ball of radius "
                          f"{radius:g}; the guarantee this scale buys is negligible: use a larger "

@@ -424,6 +424,14 @@ def manifold_first(function: str, *args):
                     f"data, ...); got {', '.join(type(a).__name__ for a in args)}")
 
 
+def represents_distance(manifold: Manifold, point: Array, distance: float) -> bool:
+    """Whether double precision holds the points at ``distance`` from ``point`` (probed along
+    the first coordinate direction; far hyperbolic and SPD points overflow)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        probe = manifold.exp(point, manifold.from_coords(point, distance * np.eye(manifold.dim)[0]))
+    return bool(np.all(np.isfinite(probe)))
+
+
 def as_generator(rng: np.random.Generator | int | None) -> np.random.Generator:
     """A ``numpy.random.Generator`` from a generator, a seed, or fresh OS entropy."""
     if isinstance(rng, np.random.Generator):

@@ -13,7 +13,7 @@ import numpy as np
 from scipy import special
 
 from ..manifolds import Manifold
-from ..manifolds.base import Array, as_generator, size_tuple
+from ..manifolds.base import Array, as_generator, represents_distance, size_tuple
 from ..privacy.conversions import check_positive
 
 
@@ -58,9 +58,7 @@ class _Wrapped:
         ``tangent_radius`` would leave double precision (with probability above 1e-14)."""
         m = self.manifold
         reach = tangent_radius + self._noise_norm_bound()
-        with np.errstate(over="ignore", invalid="ignore"):
-            probe = m.exp(self.footpoint, m.from_coords(self.footpoint, reach * np.eye(m.dim)[0]))
-        if not np.all(np.isfinite(probe)):
+        if not represents_distance(m, self.footpoint, reach):
             raise ValueError(
                 f"noise at this scale reaches tangent norms near {reach:.3g}, beyond what double "
                 f"precision represents on {m!r}; the guarantee this scale buys is negligible: use a "

@@ -261,9 +261,15 @@ def _independence_proposal(domain: BundleDomain, start: Array, gradient: Gradien
             break
         chart, g0, lam, vecs = trial, g1, lam1, vecs1
     size, centre = _newton_step(g0, lam, vecs)
-    b, b_inv = (vecs * size) @ vecs.T, (vecs / size) @ vecs.T
+    return (chart, *_knorm_mixture(centre, (vecs * size) @ vecs.T, (vecs / size) @ vecs.T, scale))
 
-    d, wide = chart.size, WIDENED * scale
+
+def _knorm_mixture(centre: Array, b: Array, b_inv: Array, scale: float):
+    """Draws and log density (up to a constant) of the equal mixture of the K-norm laws
+    exp(-|B (delta - centre)| / s) / s^D, s = scale and WIDENED * scale, on R^D (B symmetric
+    positive definite, ``b_inv`` its inverse): B (delta - centre) = r u with r ~ Gamma(D, s) and u
+    uniform on the unit sphere."""
+    d, wide = len(centre), WIDENED * scale
 
     def log_density(delta: Array) -> Array:
         r = np.linalg.norm((delta - centre) @ b, axis=1)
@@ -274,7 +280,7 @@ def _independence_proposal(domain: BundleDomain, start: Array, gradient: Gradien
         radius = rng.gamma(d, np.where(rng.random(k) < 0.5, scale, wide))
         return centre + (u * (radius / np.linalg.norm(u, axis=1))[:, None]) @ b_inv
 
-    return chart, draw, log_density
+    return draw, log_density
 
 
 def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale: float,

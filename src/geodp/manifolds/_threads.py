@@ -154,6 +154,14 @@ def _run_blocks(task: Callable[[int, int], object], size: int, row_bytes: int) -
         return list(_pool(workers, os.getpid()).map(run, bounds[:-1], bounds[1:]))
 
 
+def map_parts(fn: Callable[[int], object], indices: list[int]) -> list:
+    """fn(i) for each index, in order, each a block's worth of work (such as the blocks of a sum
+    ``split_sample_sum`` kept apart), on the thread pool (a single one in the calling thread)."""
+    if len(indices) == 1:
+        return [fn(indices[0])]
+    return _run_blocks(lambda lo, hi: fn(indices[lo]), len(indices), BLOCK_BYTES)
+
+
 def _is_large(count: int, min_batch: int, row_bytes: int = 0) -> bool:
     """Worth cutting into blocks, and not already inside a worker: ``min_batch`` items, or, for
     heavy rows (``HEAVY_ROW_BYTES``: an eigendecomposition each), the matching bytes

@@ -186,6 +186,10 @@ class Manifold(ABC):
     def inner(self, p: Array, u: Array, v: Array) -> Array:
         """Riemannian inner product g_p(u, v)."""
 
+    #: Whether ``mean_log_value_and_hessian`` gives the Fréchet function's Hessian with its
+    #: gradient pass (``frechet_mean`` then takes Newton steps).
+    newton_mean = False
+
     def mean_log_and_value(self, p: Array, x: Array, weights: Array) -> tuple[Array, Array]:
         """(sum_i w_i Log_p(x_i), F(p) = 1/2 sum_i w_i rho(p, x_i)^2): minus the Riemannian gradient
         of the Fréchet function F, and F itself, in one pass over the data.

@@ -30,6 +30,11 @@ F_ACCURACY = 1e-10
 MEMORY = 5
 #: Range of the trial steps, as multiples of ``step``.
 STEP_RANGE = (1e-8, 4.0)
+#: Newton systems are solved to residual <= NEWTON_RTOL min(0.1, |grad F|) |grad F|: a forcing
+#: term O(|grad F|) keeps Newton's quadratic convergence (Dembo, Eisenstat & Steihaug 1982); the
+#: factor 1e-3 saves a pass on SPD data (2 Newton steps instead of 3 at spread 1, n = 5 to 28),
+#: which costs more than the extra conjugate-gradient products.
+NEWTON_RTOL = 1e-3
 
 
 @dataclass(frozen=True)
@@ -63,8 +68,9 @@ def uniqueness_radius(manifold: Manifold) -> float:
 def frechet_mean(manifold: Manifold, points: Array, weights: Array | None = None,
                  init: Array | None = None, step: float = 1.0, tol: float = 1e-10,
                  max_iter: int = 500, on_spread: str = "warn") -> FrechetMeanResult:
-    """Fréchet mean argmin_m sum_i w_i rho(m, x_i)^2 by Riemannian gradient descent with
-    Barzilai-Borwein steps, globally convergent.
+    """Fréchet mean argmin_m sum_i w_i rho(m, x_i)^2 by Riemannian Newton steps where the
+    manifold gives the Hessian with the gradient (``newton_mean``: affine-invariant SPD), by
+    gradient descent with Barzilai-Borwein steps otherwise; globally convergent.
 
     m_{k+1} = Exp_{m_k}(t_k g_k), g = sum_i w_i Log_m(x_i) (minus the gradient of
     F(m) = 1/2 sum_i w_i rho(m, x_i)^2): the Karcher iteration of supplement A.1 of Reimherr,
@@ -80,6 +86,14 @@ def frechet_mean(manifold: Manifold, points: Array, weights: Array | None = None
     one pass. Where the predicted decrease is below the accuracy of F (1e-10 relative), a step
     that shrinks |g| and does not raise F beyond that accuracy is kept. Stopped when
     |g| <= ``tol``; a ``ConvergenceWarning`` is issued when ``max_iter`` runs out first.
+
+    Newton steps (in memory; chunked data keep the gradient steps, since each Hessian product
+    would be another pass): the direction d solves Hess F(m_k) [d] = g_k (``MeanHessian``, from
+    the pass's own eigendecompositions; to residual ``NEWTON_RTOL`` min(0.1, |g|) |g|), trials
+    m_k + Exp(t d) from t = ``step``, halved until the same Armijo test with <g_k, d> in place of
+    |g_k|^2 passes (d is a descent direction: the Hessian of the geodesically convex F is
+    positive definite). Quadratic convergence: 2-4 passes on SPD data of spread 1 (the gradient
+    steps take 5-8).
 
     ``points`` has shape (..., n, *point_shape); leading dimensions are independent data sets
     solved together. ``points`` may also be a ``dask.array.Array`` (n, *point_shape) chunked along
@@ -104,14 +118,27 @@ def frechet_mean(manifold: Manifold, points: Array, weights: Array | None = None
     m = data.start() if init is None else manifold.check_point(init)
     m = np.broadcast_to(m, batch + manifold.point_shape).copy()
 
-    def gradient_and_value(at: Array) -> tuple[Array, Array]:
-        return data.total(lambda xs, ws: manifold.mean_log_and_value(at, xs, ws))
+    newton = manifold.newton_mean and not data.chunked
+
+    def evaluate(at: Array) -> tuple[Array, Array, Array, Array, Array]:
+        """-grad F, F, |grad F|, the descent direction d at ``at`` and <-grad F, d>: d is the
+        Newton direction where the manifold gives the Hessian (to the residual of NEWTON_RTOL;
+        not needed once |grad F| <= tol), else -grad F."""
+        if not newton:
+            grad, value = data.total(lambda xs, ws: manifold.mean_log_and_value(at, xs, ws))
+            size = manifold.norm(at, grad)
+            return grad, value, size, grad, size**2
+        grad, value, hessian = data.total(lambda xs, ws: manifold.mean_log_value_and_hessian(at, xs, ws))
+        size = manifold.norm(at, grad)
+        if np.all(size <= tol):
+            return grad, value, size, grad, size**2
+        direction = hessian.solve(grad, NEWTON_RTOL * np.minimum(0.1, size))
+        return grad, value, size, direction, manifold.inner(at, grad, direction)
 
     def expand(a: Array) -> Array:
         return a.reshape(a.shape + (1,) * nd)
 
-    grad, value = gradient_and_value(m)
-    gnorm = manifold.norm(m, grad)
+    grad, value, gnorm, direction, slope = evaluate(m)
     t = np.full(batch, float(step))
     history = [value]
     it = 0
@@ -122,24 +149,28 @@ def frechet_mean(manifold: Manifold, points: Array, weights: Array | None = None
             if not np.any(active) or it >= max_iter:
                 break
             it += 1
-            trial = np.where(expand(active), manifold.exp(m, expand(t) * grad), m)
-            new_grad, new_value = gradient_and_value(trial)
-            new_gnorm = manifold.norm(trial, new_grad)
-            decrease = ARMIJO * t * gnorm**2
+            trial = np.where(expand(active), manifold.exp(m, expand(t) * direction), m)
+            new_grad, new_value, new_gnorm, new_direction, new_slope = evaluate(trial)
+            decrease = ARMIJO * t * slope
             noise = F_ACCURACY * np.abs(value)
             reference = np.max(history[-MEMORY:], axis=0)
             ok = active & np.isfinite(new_value) & np.isfinite(new_gnorm) & (
                 (new_value <= reference - decrease)
                 | ((decrease <= noise) & (new_value <= value + noise) & (new_gnorm < gnorm)))
-            back = np.where(expand(ok), manifold.log(trial, m), 0.0)
-            ss = t**2 * gnorm**2
-            sy = t * gnorm**2 + np.where(ok, manifold.inner(trial, back, new_grad), 0.0)
-            bb = np.clip(ss / np.where(sy > 0, sy, 1.0), *(r * step for r in STEP_RANGE))
+            if newton:
+                t = np.where(ok, step, np.where(active, 0.5 * t, t))
+            else:
+                back = np.where(expand(ok), manifold.log(trial, m), 0.0)
+                ss = t**2 * gnorm**2
+                sy = t * gnorm**2 + np.where(ok, manifold.inner(trial, back, new_grad), 0.0)
+                bb = np.clip(ss / np.where(sy > 0, sy, 1.0), *(r * step for r in STEP_RANGE))
+                t = np.where(ok, np.where(sy > 0, bb, step), np.where(active, 0.5 * t, t))
             m = np.where(expand(ok), trial, m)
             grad = np.where(expand(ok), new_grad, grad)
+            direction = np.where(expand(ok), new_direction, direction)
             value = np.where(ok, new_value, value)
             gnorm = np.where(ok, new_gnorm, gnorm)
-            t = np.where(ok, np.where(sy > 0, bb, step), np.where(active, 0.5 * t, t))
+            slope = np.where(ok, new_slope, slope)
             if np.any(ok):
                 history.append(value)
             meter.update(1)

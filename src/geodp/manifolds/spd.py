@@ -190,8 +190,8 @@ class MeanHessian:
         total = 0.0
         for lam, logs, vecs, w in self.terms:
             vj, vk = np.swapaxes(vecs[..., j], -1, -2), np.swapaxes(vecs[..., k], -1, -2)
-            c = np.concatenate([2.0 * vj * vk, np.sqrt(2.0) * (vj[..., a] * vk[..., b] + vk[..., a] * vj[..., b])],
-                               axis=-1) / size[:, None]
+            off = np.sqrt(2.0) * (vj[..., a] * vk[..., b] + vk[..., a] * vj[..., b])
+            c = np.concatenate([2.0 * vj * vk, off], axis=-1) / size[:, None]
             h = (w[..., None, None] * _hessian_coefficients(lam, logs))[..., j, k]
             rows = c.shape[:-3] + (-1, c.shape[-1])
             total = total + np.swapaxes((h[..., None] * c).reshape(rows), -1, -2) @ c.reshape(rows)

@@ -1,7 +1,7 @@
 """Private geodesic regression: seconds per release on S^2 (n = 1000) and SPD(3) (n = 500).
 
 geodp: ``private_geodesic_regression`` with its defaults (one joint K-norm gradient draw of
-(p, v); 8 Metropolis-Hastings chains of 300 batched steps mixing a random walk with a
+(p, v); 8 Metropolis-Hastings chains of 200 batched steps mixing a random walk with a
 linearised-KNG independence proposal, run on, doubling their length, until they mix), three
 releases per case: their median time, range, chain lengths and R-hats (the length is random).
 Baseline: the paper's sampler as its code runs it (``experiments.baselines.paper_kng_regression``):

@@ -77,7 +77,7 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
                                 rng: np.random.Generator | int | None = None, *,
                                 release: str = "joint", footpoint_budget: float = 0.5,
                                 clip: bool = False, ledger: BudgetLedger | None = None,
-                                chains: int = 8, burn_in: int = 200,
+                                chains: int = 8, burn_in: int = 100,
                                 max_steps: int | None = None) -> Release:
     """An epsilon-DP geodesic regression (footpoint p and shooting vector v) by K-norm gradients.
 
@@ -115,7 +115,7 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     x : array (n,)
         Covariates. Outside ``x_range`` they raise, or with ``clip=True`` are clipped into it.
         With ``y`` a chunked ``dask.array.Array`` (``x`` then cut like it), every gradient is a
-        distributed reduction: one pass per sampler step (300, and up to ``max_steps`` when the
+        distributed reduction: one pass per sampler step (200, and up to ``max_steps`` when the
         chains run on to mix).
     y : array (n, *point_shape)
         Responses on ``manifold`` (one record is one pair (x_i, y_i); n is public).

@@ -321,8 +321,7 @@ def _knorm_mixture(centre: Array, b: Array, b_inv: Array, scale: float, balls=()
     proposals do not leave a domain the law fills (density exp(-r / s) / (s^D mass_s(u)) there)."""
     d, scales = len(centre), (scale, WIDENED * scale)
 
-    def truncation(u: Array, s: float) -> tuple[Array, Array, Array]:
-        lo, hi = _ray_intervals(centre, u @ b_inv, balls)
+    def truncation(lo: Array, hi: Array, s: float) -> tuple[Array, Array, Array]:
         mass = _gamma_mass(d, lo / s, hi / s)
         keep = mass > 1e-300
         return np.where(keep, lo, 0.0), np.where(keep, hi, np.inf), np.where(keep, mass, 1.0)
@@ -330,10 +329,10 @@ def _knorm_mixture(centre: Array, b: Array, b_inv: Array, scale: float, balls=()
     def log_density(delta: Array) -> Array:
         z = (delta - centre) @ b
         r = np.linalg.norm(z, axis=1)
-        u = z / np.where(r > 0, r, 1.0)[:, None]
+        ray = _ray_intervals(centre, (z / np.where(r > 0, r, 1.0)[:, None]) @ b_inv, balls)
         out = []
         for s in scales:
-            lo, hi, mass = truncation(u, s)
+            lo, hi, mass = truncation(*ray, s)
             inside = (r >= lo * (1 - _RAY_SLACK)) & (r <= hi * (1 + _RAY_SLACK))
             out.append(np.where(inside, -r / s - d * np.log(s) - np.log(mass), -np.inf))
         return np.logaddexp.reduce(np.array(out), axis=0)
@@ -342,10 +341,11 @@ def _knorm_mixture(centre: Array, b: Array, b_inv: Array, scale: float, balls=()
         u = rng.standard_normal((k, d))
         u /= np.linalg.norm(u, axis=1, keepdims=True)
         which = rng.integers(len(scales), size=k)
+        ray = _ray_intervals(centre, u @ b_inv, balls)
         radius = np.empty(k)
         for j, s in enumerate(scales):
             pick = which == j
-            lo, hi, _ = truncation(u[pick], s)
+            lo, hi, _ = truncation(ray[0][pick], ray[1][pick], s)
             p = rng.random(pick.sum())
             q_lo, q_hi = special.gammaincc(d, lo / s), special.gammaincc(d, hi / s)
             with np.errstate(invalid="ignore"):

@@ -27,6 +27,7 @@ from geomstats.geometry.hypersphere import Hypersphere
 from geomstats.learning.geodesic_regression import GeodesicRegression
 
 data = np.load(sys.argv[1])
+np.random.seed(0)  # geomstats draws its initial shooting vector from NumPy's global generator
 fit = GeodesicRegression(Hypersphere(2), center_X=False, method="extrinsic",
                          initialization="warm_start").fit(data["x"], data["y"])
 np.savez(sys.argv[2], p=np.asarray(fit.intercept_), v=np.asarray(fit.coef_))
@@ -57,7 +58,8 @@ def test_geodesic_regression_agrees_with_geomstats(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     theirs = np.load(tmp_path / "out.npz")
     ours = geodesic_regression(m, x, y, tol=1e-12)
-    # geomstats stops at scipy's default tolerance: agreement to about 1e-7
+    # geomstats stops at scipy's default tolerance: from its seeded start 4e-7 here (unseeded, its
+    # random start left it 2e-8 to 4e-5 away over runs)
     assert np.max(np.abs(theirs["p"] - ours.footpoint)) < 1e-6
     assert np.max(np.abs(theirs["v"] - ours.shooting_vector)) < 1e-6
     assert np.max(np.abs(theirs["p"] - p0)) > 1e-3  # the data are noisy: not a trivial agreement

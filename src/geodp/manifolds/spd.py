@@ -137,8 +137,8 @@ def _hessian_coefficients(lam: Array, logs: Array) -> Array:
 
 
 #: Largest n for which ``MeanHessian.solve`` forms the Hessian as a matrix and solves exactly;
-#: beyond it conjugate gradients cost less (2000 records: the matrix costs 1.1x the iterations at
-#: n = 4, 3x at n = 6, 10x at n = 12).
+#: beyond it conjugate gradients cost less (a Fréchet mean of 2000 records took 1.1x as long with
+#: the matrix at n = 4, 3x at n = 6, 10x at n = 12).
 EXPLICIT_MAX = 3
 
 
@@ -148,9 +148,10 @@ class MeanHessian:
 
     On a locally symmetric space the Hessian of 1/2 rho(., X)^2 at P is diagonal in the
     eigenbasis of the Jacobi operator R(., S) S along S = Log_P X, with eigenvalue
-    sqrt(-k) coth(sqrt(-k)) on an eigenspace of eigenvalue k < 0 (1 where k = 0) (Ferreira,
-    Xavier, Costeira & Barroso 2013, Theorem 3.3). On SPD, with the whitened record
-    V diag(e^s) V^T, R(Z, S) S = -[[Z, S], S] / 4 has eigenvalue -(s_j - s_k)^2 / 4 on the
+    sqrt(-k) coth(sqrt(-k)) on an eigenspace of eigenvalue k < 0 (1 where k = 0), from the Jacobi
+    fields along the geodesic (Ferreira, Xavier, Costeira & Barroso 2013, Newton algorithms for
+    Riemannian distance related problems on connected locally symmetric manifolds). On SPD, with
+    the whitened record V diag(e^s) V^T, R(Z, S) S = -[[Z, S], S] / 4 has eigenvalue -(s_j - s_k)^2 / 4 on the
     symmetric elementary matrix E_jk of the basis V, so
     Hess F [Z] = sum_i w_i V_i (h(s_ij - s_ik) o V_i^T Z V_i) V_i^T with h(x) = (x/2) coth(x/2) >= 1:
     positive definite, and near the identity for concentrated data. Blocks of records add (+);

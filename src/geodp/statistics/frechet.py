@@ -90,8 +90,8 @@ def frechet_mean(manifold: Manifold, points: Array, weights: Array | None = None
     Newton steps (in memory; chunked data keep the gradient steps, since each Hessian product
     would be another pass): the direction d solves Hess F(m_k) [d] = g_k (``MeanHessian``, from
     the pass's own eigendecompositions; to residual ``NEWTON_RTOL`` min(0.1, |g|) |g|), trials
-    m_k + Exp(t d) from t = ``step``, halved until the same Armijo test with <g_k, d> in place of
-    |g_k|^2 passes (d is a descent direction: the Hessian of the geodesically convex F is
+    Exp_{m_k}(t d) from t = ``step``, halved until the same Armijo test with <g_k, d> in place
+    of |g_k|^2 passes (d is a descent direction: the Hessian of the geodesically convex F is
     positive definite). Quadratic convergence: 2-4 passes on SPD data of spread 1 (the gradient
     steps take 5-8).
 

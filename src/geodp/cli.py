@@ -596,7 +596,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="sequential: share of epsilon for the footpoint")
     p.add_argument("--clip", action="store_true", help="clip covariates into --x-range")
     p.add_argument("--max-steps", type=int,
-                   help="most steps the sampler's chains may run on to mix (default 1600)")
+                   help="most steps the sampler's chains may run on to mix (default 3200)")
     p.set_defaults(func=cmd_release_regression)
 
     p = rsub.add_parser("pca", formatter_class=HELP, parents=[RELEASE],

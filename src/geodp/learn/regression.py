@@ -104,7 +104,7 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     ``diagnostics``; ``exact_sampler=False``: the guarantee then holds for the chain's limit law).
     Chains that have not mixed (R-hat > 1.1) give way to the exact sampler when it accepts at
     least 1e-5 (``kng.FALLBACK_ACCEPTANCE``); otherwise they run on, doubling their length, up to
-    ``max_steps`` (default 8 times burn_in + 100 kept steps), and if they still have not mixed a
+    ``max_steps`` (default 16 times burn_in + 100 kept steps), and if they still have not mixed a
     ``MixingWarning`` says so.
 
     Parameters
@@ -125,7 +125,7 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
         Reserved before any randomness is drawn.
     chains, burn_in, max_steps : int
         The Metropolis-Hastings chains, when they run: how many, their burn-in before 100 kept
-        steps, and the most steps they may run on to mix (default 8 times the first run).
+        steps, and the most steps they may run on to mix (default 16 times the first run).
 
     Returns
     -------

@@ -29,7 +29,9 @@ ALLOWED = (ValueError, TypeError, NotNormalisableError, BudgetExceededError)
 @SETTINGS
 @given(st.sampled_from([Sphere(2), Hyperbolic(2), Euclidean(3)]),
        st.integers(0, 6), st.sampled_from([None, np.nan, np.inf, 1e300]), st.integers(0, 2))
+@example(Euclidean(3), 6, 1e300, 0)  # F overflowed: 100 halved steps, then an unconverged mean
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.filterwarnings("error::geodp.statistics.ConvergenceWarning")
 def test_frechet_mean_refuses_or_returns_finite(manifold, n, poison, extra_dim):
     base = {Sphere: np.array([0.0, 0.0, 1.0]), Hyperbolic: np.array([1.0, 0.0, 0.0]),
             Euclidean: np.zeros(3)}[type(manifold)]

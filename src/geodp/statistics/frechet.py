@@ -85,7 +85,9 @@ def frechet_mean(manifold: Manifold, points: Array, weights: Array | None = None
     spreads 0.5-2). F comes with the gradient from the same pass over the data, so a step costs
     one pass. Where the predicted decrease is below the accuracy of F (1e-10 relative), a step
     that shrinks |g| and does not raise F beyond that accuracy is kept. Stopped when
-    |g| <= ``tol``; a ``ConvergenceWarning`` is issued when ``max_iter`` runs out first.
+    |g| <= ``tol``; a ``ConvergenceWarning`` is issued when ``max_iter`` runs out first. Data
+    whose Fréchet function overflows double precision at the start raise a ValueError (no step
+    could then pass the test).
 
     Newton steps (in memory; chunked data keep the gradient steps, since each Hessian product
     would be another pass): the direction d solves Hess F(m_k) [d] = g_k (``MeanHessian``, from
@@ -139,6 +141,10 @@ def frechet_mean(manifold: Manifold, points: Array, weights: Array | None = None
         return a.reshape(a.shape + (1,) * nd)
 
     grad, value, gnorm, direction, slope = evaluate(m)
+    if not np.all(np.isfinite(value)):
+        raise ValueError(f"the Fréchet function of these data overflows double precision at the "
+                         f"starting point (F = {float(np.max(value)):.3g}: squared distances beyond "
+                         f"about 1e308, data spread beyond about 1e154); rescale the data")
     t = np.full(batch, float(step))
     history = [value]
     it = 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from functools import cached_property
 
 import numpy as np
 from scipy import special
@@ -213,15 +214,20 @@ class _Chart:
         b = m.to_coords(self.p0, m.transport(p, self.p0, v)) - m.to_coords(self.p0, self.v0)
         return np.concatenate([(a, b)[part] for part in self.parts], axis=1), self.log_volume(a, log_p)
 
+    @cached_property
+    def reach(self) -> float:
+        """Footpoint coordinates longer than this leave the domain or the chart: |a| <= rho(p0,
+        center) + radius (|a| = rho(p0, p) within the chart) and |a| < inj / 2."""
+        m, radius = self.m, self.domain.radius
+        reach = 0.5 * m.injectivity_radius
+        return reach if radius is None else min(reach, float(m.dist(self.domain.center, self.p0)) + radius)
+
     def balls(self) -> list[tuple[slice, Array, float]]:
         """Balls of the coordinates that hold the domain, as (rows, offset, radius): the
-        footpoint's |a| <= rho(p0, center) + radius and the chart's own |a| < inj / 2, the
-        shooting vector's |v0 + b| <= v_max (transport is an isometry)."""
+        footpoint's |a| <= ``reach``, the shooting vector's |v0 + b| <= v_max (transport is an
+        isometry)."""
         m, d = self.m, self.m.dim
-        reach = 0.5 * m.injectivity_radius
-        if self.domain.radius is not None:
-            reach = min(reach, float(m.dist(self.domain.center, self.p0)) + self.domain.radius)
-        return [(slice(i * d, (i + 1) * d), np.zeros(d), reach) if part == 0 else
+        return [(slice(i * d, (i + 1) * d), np.zeros(d), self.reach) if part == 0 else
                 (slice(i * d, (i + 1) * d), -m.to_coords(self.p0, self.v0), self.domain.v_max)
                 for i, part in enumerate(self.parts)]
 
@@ -514,15 +520,11 @@ class _ChartChains(_Chains):
     def __init__(self, chart: _Chart, domain: BundleDomain, log_target, increments, draw, log_q):
         self.chart, self.increments, self.draw, self.log_q = chart, increments, draw, log_q
         self._log_target = log_target
-        m = domain.manifold
-        #: footpoint coordinates longer than this put p outside the ball (|a| = rho(p0, p))
-        self.reach = np.inf if domain.radius is None else (
-            float(m.dist(domain.center, chart.p0)) + domain.radius)
 
     def log_target(self, delta: Array) -> Array:
         a = self.chart._split(delta)[0]
         out = np.full(len(delta), -np.inf)
-        near = np.linalg.norm(a, axis=1) <= self.reach
+        near = np.linalg.norm(a, axis=1) <= self.chart.reach
         if np.any(near):
             out[near] = (self._log_target(self.chart.to_state(delta[near]))
                           + self.chart.log_volume(a[near]))

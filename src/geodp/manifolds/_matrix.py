@@ -178,16 +178,18 @@ def _lapack(fn: Callable, a: Array):
     return split_batch(fn, a, core_ndim=2)
 
 
-#: Closed forms (n = 2, 3) pay a fixed cost of some hundred NumPy calls: below this many
-#: matrices LAPACK and batched matmul are faster (measured: 8 SPD(3) eigendecompositions take
-#: 170 us in closed form and 12 us in LAPACK; they break even at 128-512 matrices).
+#: Closed forms (n = 2, 3) pay a fixed cost of some dozens (n = 2) or hundreds (n = 3) of NumPy
+#: calls: below this many 3x3 matrices, and a quarter as many 2x2 ones, LAPACK and batched
+#: matmul are faster (measured: 8 SPD(3) eigendecompositions take 170 us in closed form and 12 us
+#: in LAPACK, breaking even at 128-512 matrices; the 2x2 logarithm breaks even at 32, 28 us).
 CLOSED_FORM_MIN_BATCH = 128
 
 
 def _closed_form(a: Array) -> bool:
     """Whether the n = 2, 3 closed forms pay for themselves on the batch of ``a``."""
     n = a.shape[-1]
-    return n in (2, 3) and a.size // (n * n) >= CLOSED_FORM_MIN_BATCH
+    return n in (2, 3) and a.size // (n * n) >= (CLOSED_FORM_MIN_BATCH if n == 3
+                                                 else CLOSED_FORM_MIN_BATCH // 4)
 
 
 #: The closed forms are used where |lambda|_min >= ILL_CONDITIONED * |lambda|_max: their
@@ -322,10 +324,12 @@ TAYLOR_THETA = 0.25
 TAYLOR_DEGREE = 12
 
 
-def _taylor_expm(a: Array, squarings: int) -> Array:
+def _taylor_expm(a: Array, squarings: Array) -> Array:
     """exp(a) = (T_12(a / 2^s))^(2^s), T_12 the degree-12 Taylor polynomial by Horner's rule
-    (eleven matrix products; the constant terms touch only the diagonal), then s squarings."""
-    a = a * 0.5**squarings
+    (eleven matrix products; the constant terms touch only the diagonal), then s squarings, s
+    per matrix: one Horner pass over the whole batch, then rounds squaring the matrices that
+    still need it (each matrix sees the same products as it would alone)."""
+    a = a * (0.5**squarings)[:, None, None]
     diagonal = np.arange(a.shape[-1])
     coefficients = 1.0 / np.cumprod(np.r_[1.0, np.arange(1.0, TAYLOR_DEGREE + 1)])
     out = a * coefficients[-1]
@@ -333,8 +337,12 @@ def _taylor_expm(a: Array, squarings: int) -> Array:
     for c in coefficients[-3::-1]:
         out = out @ a
         out[..., diagonal, diagonal] += c
-    for _ in range(squarings):
-        out = out @ out
+    for k in range(int(np.max(squarings, initial=0))):
+        more = squarings > k
+        if np.all(more):
+            out = out @ out
+        else:
+            out[more] = out[more] @ out[more]
     return out
 
 
@@ -344,23 +352,20 @@ def expm_sym(a: Array) -> Array:
     several times cheaper than an eigendecomposition for n >= 4) where the shifted spectrum lies
     within ``TAYLOR_MAX_RADIUS``; the eigendecomposition elsewhere. Every choice (route, number
     of squarings) is made per matrix, so a matrix's result does not depend on the batch it comes
-    in: blocks over threads give the bits of one call. On a handful of matrices the Taylor
-    route's NumPy calls cost some 60 us more than LAPACK (8 SPD(8): 98 us against 61 us)."""
+    in: blocks over threads give the bits of one call."""
     a = sym(a)
     n = a.shape[-1]
     c = np.trace(a, axis1=-2, axis2=-1) / n
     shifted = a - c[..., None, None] * np.eye(n)
     radius = np.sqrt(np.einsum("...ij,...ij->...", shifted, shifted))
     squarings = np.ceil(np.log2(np.maximum(radius, TAYLOR_THETA) / TAYLOR_THETA))
-    squarings = np.where(radius <= TAYLOR_MAX_RADIUS, squarings, -1).astype(int)
+    taylor = radius <= TAYLOR_MAX_RADIUS
     out = np.empty(a.shape)
-    for s in np.unique(squarings):
-        group = squarings == s
-        if s < 0:
-            w, v = eigh(a[group])
-            out[group] = from_eig(np.exp(w), v)
-        else:
-            out[group] = _taylor_expm(shifted[group], int(s)) * np.exp(c[group])[:, None, None]
+    if np.any(taylor):
+        out[taylor] = _taylor_expm(shifted[taylor], squarings[taylor]) * np.exp(c[taylor])[:, None, None]
+    if not np.all(taylor):
+        w, v = eigh(a[~taylor])
+        out[~taylor] = from_eig(np.exp(w), v)
     return sym(out)
 
 
@@ -405,6 +410,9 @@ def cholesky(a: Array) -> tuple[Array, Array]:
     """
     a = np.asarray(a, dtype=float)
     n = a.shape[-1]
+    if a.ndim == 2 and n > 3:  # one factor (a base point): no blocks to cut
+        l = np.linalg.cholesky(sym(a))
+        return l, np.linalg.inv(l)
     if not _closed_form(a):
         l = _lapack(np.linalg.cholesky, sym(a))
         return l, _lapack(np.linalg.inv, l)
@@ -427,9 +435,17 @@ def cholesky(a: Array) -> tuple[Array, Array]:
     return assemble(l), assemble(inv)
 
 
+#: Batches of fewer matrices are multiplied by NumPy's stacked matmul directly (measured on
+#: SPD(4..8) congruences: 17-26 us against 24-40 us for 100 matrices).
+STACKED_MIN_BATCH = 256
+
+
 def matmul(a: Array, b: Array) -> Array:
-    """a @ b; a single matrix against a batch runs as one BLAS product on the stacked rows."""
+    """a @ b; a single matrix against a batch of ``STACKED_MIN_BATCH`` or more runs as one BLAS
+    product on the stacked rows (below, the copies cost more than they save)."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if max(a.size, b.size) < STACKED_MIN_BATCH * a.shape[-1] * b.shape[-1]:
+        return a @ b
     n = a.shape[-1]
     shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
     if a.ndim > 2 and a.size == a.shape[-1] * a.shape[-2]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
@@ -32,15 +33,18 @@ Array = np.ndarray
 MIN_BATCH = 20_000
 """Smallest batch that is cut into blocks: below it, the bookkeeping costs more than it saves."""
 
-MIN_BYTES = 20_000 * 16
+MIN_BYTES = 10_000 * 16
 """Smallest input of heavy rows cut into blocks whatever its count: a few hundred large
-matrices are as much work as tens of thousands of small points."""
+matrices are as much work as tens of thousands of small points. An SPD(n) log map or distance
+costs about 0.1 n^2 us per matrix for n = 4..32 (LAPACK's per-call overhead dominates), so bytes
+measure the work: 160 KB is about 2 ms on one thread, where a second one starts to gain (the
+pool's dispatch costs about 80 us)."""
 
 BLOCK_BYTES = 3 * 2**19
 """Target size of one block of the largest input (1.5 MiB: a few temporaries fit in cache)."""
 
-HEAVY_ROW_BYTES = 200
-"""Rows of at least this size (SPD(5) and up) cost an eigendecomposition each: worth splitting
+HEAVY_ROW_BYTES = 128
+"""Rows of at least this size (SPD(4) and up) cost an eigendecomposition each: worth splitting
 from ``MIN_BYTES`` on, a thread per share even below two blocks; lighter rows are split from
 ``MIN_BATCH`` rows and two blocks on."""
 
@@ -73,15 +77,28 @@ def _runnable_here() -> int:
     return max(count, 1)
 
 
+#: Seconds for which a look at the load stands (reading it costs 10-100 us, a large share of a
+#: batch of a few hundred matrices).
+LOAD_TTL = 0.02
+_last_look = [-1.0, 0]
+
+
 def _busy_elsewhere() -> int:
-    """Runnable tasks of other processes right now: the 4th field of /proc/loadavg counts every
-    runnable scheduling entity, less this process's own; 0 where /proc cannot be read."""
+    """Runnable tasks of other processes: the 4th field of /proc/loadavg counts every runnable
+    scheduling entity, less this process's own (only counted when the total exceeds this
+    thread); 0 where /proc cannot be read. One look stands for ``LOAD_TTL`` seconds."""
+    now = time.monotonic()
+    when, busy = _last_look
+    if now - when < LOAD_TTL:
+        return busy
     try:
         with open("/proc/loadavg") as f:
             running = int(f.read().split()[3].split("/")[0])
-        return max(running - _runnable_here(), 0)
+        busy = max(running - _runnable_here(), 0) if running > 1 else 0
     except (OSError, ValueError, IndexError):
-        return 0
+        busy = 0
+    _last_look[:] = [now, busy]
+    return busy
 
 
 def _budget() -> tuple[int, int]:

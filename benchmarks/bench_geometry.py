@@ -1,6 +1,6 @@
 """Throughput of exp/log/dist and Fréchet-mean time, geodp versus geomstats 2.8.0 and pyRiemann.
 
-Run: python benchmarks/bench_geometry.py [--scale 1.0] [--no-geomstats] [--contended]
+Run: python benchmarks/bench_geometry.py [--scale 1.0] [--no-geomstats] [--contended] [--sweep]
 Each row prints points per second for geodp and the peer measured in the same run, their ratio,
 and the largest difference between the two results (the targets: >= 5x geomstats, >= 2x pyRiemann
 on SPD, results equal to 1e-8).
@@ -97,13 +97,18 @@ def pyriemann_cases(scale):
     return cases
 
 
+def _pyriemann_ops():
+    from pyriemann.utils.distance import distance_riemann
+    from pyriemann.utils.mean import mean_riemann
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from pyriemann.utils.tangentspace import exp_map_riemann, log_map_riemann
+    return exp_map_riemann, log_map_riemann, distance_riemann, mean_riemann
+
+
 def pyriemann_rows(scale, repeats=3):
     try:
-        from pyriemann.utils.distance import distance_riemann
-        from pyriemann.utils.mean import mean_riemann
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            from pyriemann.utils.tangentspace import exp_map_riemann, log_map_riemann
+        exp_map_riemann, log_map_riemann, distance_riemann, mean_riemann = _pyriemann_ops()
     except ImportError:
         print("pyRiemann not installed (pip install pyriemann): skipping its rows")
         return []
@@ -126,6 +131,47 @@ def pyriemann_rows(scale, repeats=3):
                          "geodp/s": f"{unit / to:.3g}", "peer/s": f"{unit / tp:.3g}",
                          "ratio": f"{tp / to:.2f}x", "max diff": f"{diff(m, op, ro, rp):.1e}",
                          "t_geodp": to, "t_peer": tp})
+    return rows
+
+
+SWEEP_N = (2, 3, 4, 5, 6, 8, 12, 16, 24, 32)
+SWEEP_COUNTS = (100, 300, 1000, 3000, 10**4, 10**5)
+SWEEP_MAX_ENTRIES = 2 * 10**7  # batches up to 160 MB
+SWEEP_MEAN_MAX = 1000  # Fréchet means of up to this many matrices
+
+
+def sweep_rows():
+    """pyRiemann time / geodp time for exp, log and dist (and the mean of up to
+    ``SWEEP_MEAN_MAX`` matrices) at every n of ``SWEEP_N`` and batch of ``SWEEP_COUNTS``: the
+    sizes users meet, from a hundred EEG trials to 10^5 matrices."""
+    try:
+        exp_map, log_map, distance, mean = _pyriemann_ops()
+    except ImportError:
+        print("pyRiemann not installed (pip install pyriemann): no sweep")
+        return []
+    rng = np.random.default_rng(2)
+    rows = []
+    for n in SWEEP_N:
+        m = SPD(n)
+        for count in SWEEP_COUNTS:
+            if count * n * n > SWEEP_MAX_ENTRIES:
+                continue
+            x = spd_batch(m, count, 1.0, rng)
+            c = spd_batch(m, 1, 0.5, rng)[0]
+            v = m.log(c, x)
+            pairs = {"exp": (lambda: exp_map(v, c, Cm12=True), lambda: m.exp(c, v)),
+                     "log": (lambda: log_map(x, c, C12=True), lambda: m.log(c, x)),
+                     "dist": (lambda: distance(x, c), lambda: m.dist(c, x))}
+            if count <= SWEEP_MEAN_MAX:
+                pairs["mean"] = (lambda: mean(x, tol=1e-10, maxiter=100),
+                                 lambda: frechet_mean(m, x, tol=1e-10).mean)
+            row = {"n": n, "matrices": count}
+            for op, (peer, mine) in pairs.items():
+                tp, rp = best_time(peer)
+                to, ro = best_time(mine)
+                row[op] = f"{tp / to:.2f}x"
+                row["max diff"] = f"{max(diff(m, op, ro, rp), float(row.get('max diff', 0))):.0e}"
+            rows.append(row)
     return rows
 
 
@@ -154,7 +200,19 @@ def main(argv=None):
     ap.add_argument("--only", nargs="*", choices=sorted(CASES), help="run only these cases")
     ap.add_argument("--contended", action="store_true",
                     help="also rerun the pyRiemann rows beside a CPU-bound competitor process")
+    ap.add_argument("--sweep", action="store_true",
+                    help="only the pyRiemann ratios over SPD(2..32) and batches of 100 to 10^5")
     args = ap.parse_args(argv)
+    if args.sweep:
+        rows = sweep_rows()
+        if rows:
+            print("pyRiemann time / geodp time (> 1: geodp faster), one base point against a batch")
+            print_table(rows, ["n", "matrices", "exp", "log", "dist", "mean", "max diff"])
+            for op in ("exp", "log", "dist", "mean"):
+                ratios = [float(r[op][:-1]) for r in rows if op in r]
+                print(f"{op}: lowest {min(ratios):.2f}x, median {np.median(ratios):.2f}x "
+                      f"over {len(ratios)} sizes")
+        return
     cases = {k: v for k, v in CASES.items() if not args.only or k in args.only}
     rng = np.random.default_rng(0)
     rows = []

@@ -185,8 +185,8 @@ class MeanHessian:
         (whitened): sum_i sum_{j <= k} w_i h(s_ij - s_ik) c_ijk c_ijk^T, c_ijk the coordinates of
         the unit basis matrix (v_j v_k^T + v_k v_j^T) / |.| of record i. Cheap for small n only."""
         n = self.l.shape[-1]
-        j, k = np.triu_indices(n)
-        a, b = np.triu_indices(n, 1)
+        j, k = mx.triu(n)
+        a, b = mx.triu(n, 1)
         size = np.where(j == k, 2.0, np.sqrt(2.0))
         total = 0.0
         for lam, logs, vecs, w in self.terms:
@@ -405,7 +405,7 @@ class AffineInvariantSPD(SPD):
         """
         _, linv = self._factor(p)
         lam = mx.eigvalsh(self._whiten(linv, v))
-        iu = np.triu_indices(self.n, 1)
+        iu = mx.triu(self.n, 1)
         gaps = 0.5 * np.abs(lam[..., iu[0]] - lam[..., iu[1]])
         return np.exp(np.sum(log_sinhc(gaps), axis=-1))
 

@@ -352,18 +352,29 @@ class AffineInvariantSPD(SPD):
         xs = x.reshape(x.shape + (1,) * len(self.point_shape))
         frame = mx.matmul(np.swapaxes(vecs, -1, -2), linv)
         total = np.expand_dims(lam[..., :, None] + lam[..., None, :], -3)
-        gaps = np.expand_dims(np.abs(lam[..., :, None] - lam[..., None, :]), -3)
+        iu, ju = mx.triu(self.n, 1)
+        gaps = np.expand_dims(np.abs(lam[..., iu] - lam[..., ju]), -2)
         moved = mx.congruence(np.expand_dims(frame, -3), a) * np.exp(-0.5 * xs * total)
-        return moved, (xs, gaps, mx.matmul(l, vecs))
+        return moved, (xs[..., 0], gaps, mx.matmul(l, vecs))
 
     @staticmethod
     def _mean_back(z: Array, frame: tuple) -> tuple[Array, Array]:
-        """The Jacobi fields' adjoints on E_jk are cosh and sinhc(x_i |l_j - l_k|/2): their means
-        over the records, mapped back by L U . U^T L^T."""
+        """The Jacobi fields' adjoints on E_jk are cosh and sinhc(x_i |l_j - l_k|/2) (one on the
+        diagonal): their means over the records, on the diagonal and the upper triangle only (the
+        fields are symmetric), mapped back by L U . U^T L^T."""
         xs, gaps, lu = frame
+        n = z.shape[-1]
+        iu, ju = mx.triu(n, 1)
+        off, diag = z[..., iu, ju], np.diagonal(z, axis1=-2, axis2=-1)
         cosh, sinhc = cosh_sinhc(0.5 * np.abs(xs) * gaps)
-        return (mx.congruence(lu, np.mean(cosh * z, axis=-3)),
-                mx.congruence(lu, np.mean(xs * sinhc * z, axis=-3)))
+        out = []
+        for on_diag, on_pairs in ((np.mean(diag, axis=-2), np.mean(cosh * off, axis=-2)),
+                                  (np.mean(xs * diag, axis=-2), np.mean(xs * sinhc * off, axis=-2))):
+            mean = np.empty(on_diag.shape + (n,))
+            mean[..., iu, ju] = mean[..., ju, iu] = on_pairs
+            mean[..., np.arange(n), np.arange(n)] = on_diag
+            out.append(mx.congruence(lu, mean))
+        return out[0], out[1]
 
     def mean_exp_adjoints(self, p: Array, v: Array, x: Array, e: Array) -> tuple[Array, Array]:
         """``exp_adjoints`` averaged over records with shooting vectors x_i v, in the records'

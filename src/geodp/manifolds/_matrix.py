@@ -380,9 +380,8 @@ def expm_sym(a: Array) -> Array:
     out = np.empty(a.shape)
     if np.any(taylor):
         out[taylor] = _taylor_expm(shifted[taylor], squarings[taylor]) * np.exp(c[taylor])[:, None, None]
-    if not np.all(taylor):
-        w, v = eigh(a[~taylor])
-        out[~taylor] = from_eig(np.exp(w), v)
+    w, v = eigh(a[~taylor])
+    out[~taylor] = from_eig(np.exp(w), v)
     return sym(out)
 
 
@@ -506,17 +505,22 @@ def congruence(l: Array, x: Array, lower: bool = False) -> Array:
     return assemble(out)
 
 
+def from_triangle(diagonal: Array, upper: Array) -> Array:
+    """The symmetric matrices with the given diagonals (..., n) and upper triangles (..., n(n-1)/2,
+    row by row, as ``triu(n, 1)`` orders them)."""
+    n = diagonal.shape[-1]
+    out = np.empty(np.broadcast_shapes(diagonal.shape[:-1], upper.shape[:-1]) + (n, n))
+    iu, ju = triu(n, 1)
+    out[..., iu, ju] = upper
+    out[..., ju, iu] = upper
+    np.einsum("...ii->...i", out)[...] = diagonal
+    return out
+
+
 def _pairwise(w: Array, diagonal: Array, pair: Callable[[Array, Array], Array]) -> Array:
     """Symmetric matrix with the given diagonal and pair(w_i, w_j) off it, each pair evaluated once."""
-    n = w.shape[-1]
-    out = np.empty(w.shape + (n,))
-    iu, ju = triu(n, 1)
-    off = pair(w[..., iu], w[..., ju])
-    out[..., iu, ju] = off
-    out[..., ju, iu] = off
-    idx = np.arange(n)
-    out[..., idx, idx] = diagonal
-    return out
+    iu, ju = triu(w.shape[-1], 1)
+    return from_triangle(np.broadcast_to(diagonal, w.shape), pair(w[..., iu], w[..., ju]))
 
 
 def _log_pair(a: Array, b: Array) -> Array:
@@ -556,14 +560,7 @@ def sym_to_coords(s: Array) -> Array:
 def coords_to_sym(c: Array, n: int) -> Array:
     """Inverse of ``sym_to_coords``."""
     c = np.asarray(c, dtype=float)
-    out = np.zeros(c.shape[:-1] + (n, n))
-    idx = np.arange(n)
-    out[..., idx, idx] = c[..., :n]
-    iu = triu(n, 1)
-    off = c[..., n:] / np.sqrt(2.0)
-    out[..., iu[0], iu[1]] = off
-    out[..., iu[1], iu[0]] = off
-    return out
+    return from_triangle(c[..., :n], c[..., n:] / np.sqrt(2.0))
 
 
 def whiten(l: Array, x: Array) -> Array:

@@ -367,14 +367,9 @@ class AffineInvariantSPD(SPD):
         iu, ju = mx.triu(n, 1)
         off, diag = z[..., iu, ju], np.diagonal(z, axis1=-2, axis2=-1)
         cosh, sinhc = cosh_sinhc(0.5 * np.abs(xs) * gaps)
-        out = []
-        for on_diag, on_pairs in ((np.mean(diag, axis=-2), np.mean(cosh * off, axis=-2)),
-                                  (np.mean(xs * diag, axis=-2), np.mean(xs * sinhc * off, axis=-2))):
-            mean = np.empty(on_diag.shape + (n,))
-            mean[..., iu, ju] = mean[..., ju, iu] = on_pairs
-            mean[..., np.arange(n), np.arange(n)] = on_diag
-            out.append(mx.congruence(lu, mean))
-        return out[0], out[1]
+        return (mx.congruence(lu, mx.from_triangle(np.mean(diag, axis=-2), np.mean(cosh * off, axis=-2))),
+                mx.congruence(lu, mx.from_triangle(np.mean(xs * diag, axis=-2),
+                                                   np.mean(xs * sinhc * off, axis=-2))))
 
     def mean_exp_adjoints(self, p: Array, v: Array, x: Array, e: Array) -> tuple[Array, Array]:
         """``exp_adjoints`` averaged over records with shooting vectors x_i v, in the records'

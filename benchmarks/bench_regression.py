@@ -2,7 +2,7 @@
 
 geodp: ``private_geodesic_regression`` with its defaults (one joint K-norm gradient draw of
 (p, v); 8 Metropolis-Hastings chains of 200 batched steps mixing a random walk with a
-linearised-KNG independence proposal, run on, doubling their length, until they mix), three
+linearised-KNG independence proposal, run on by half their length until they mix), three
 releases per case: their median time, range, chain lengths and R-hats (the length is random).
 Baseline: the paper's sampler as its code runs it (``experiments.baselines.paper_kng_regression``):
 one chain per parameter, footpoint then shooting vector, gradients summed by a Python loop over

@@ -275,15 +275,17 @@ def test_unmixed_chains_give_way_to_the_exact_sampler(monkeypatch):
                                 max_steps=12, exact_fallback=False)
     assert not info.exact
     monkeypatch.setattr(kng, "FALLBACK_ACCEPTANCE", 2.0)
-    with pytest.warns(kng.MixingWarning, match="not mixed after 48 steps"):
+    with pytest.warns(kng.MixingWarning, match="not mixed after 50 steps"):
         _, info = sample_bundle(domain, gradient, start, 0.08, np.random.default_rng(1), **run,
                                 max_steps=50)
-    assert not info.exact and (info.mcmc.burn_in, info.mcmc.trace_length) == (24, 24)
+    assert not info.exact and (info.mcmc.burn_in, info.mcmc.trace_length) == (25, 25)
+    assert [note.split(",")[0] for note in info.notes[2:]] == [
+        f"run on to {k} steps" for k in (18, 27, 40, 50)]
 
 
 def test_unmixed_chains_without_exact_fallback_run_on_until_they_mix(monkeypatch):
-    """Chains far too short to mix (4 + 8 steps: R-hat 1.3 here) and no exact fallback double
-    their length, discarding all but the last half, until R-hat is within the limit."""
+    """Chains far too short to mix (4 + 8 steps: R-hat 1.3 here) and no exact fallback run on
+    by half their length, R-hat over the last half of all steps, until it is within the limit."""
     import geodp.mechanisms.kng as kng
 
     monkeypatch.setattr(kng, "FALLBACK_ACCEPTANCE", 2.0)
@@ -298,9 +300,10 @@ def test_unmixed_chains_without_exact_fallback_run_on_until_they_mix(monkeypatch
         _, info = sample_bundle(domain, gradient, start, 0.08, np.random.default_rng(2), **run,
                                 max_steps=12 * 2**8)
     assert info.mcmc.r_hat <= kng.R_HAT_LIMIT
-    assert info.mcmc.burn_in == info.mcmc.trace_length > 12
+    steps = info.mcmc.burn_in + info.mcmc.trace_length
+    assert info.mcmc.trace_length == steps // 2 and steps > 12
     assert "after the first 12 steps" in info.notes[1]
-    assert f"run on to {2 * info.mcmc.burn_in} steps" in info.notes[-1]
+    assert f"run on to {steps} steps, the first {info.mcmc.burn_in} discarded" in info.notes[-1]
 
 
 def test_exact_only_and_max_steps_refuse_what_they_cannot_do():
@@ -468,3 +471,29 @@ def test_private_regression_refuses_bad_inputs_without_charging(tmp_path):
     rel = geodp.private_geodesic_regression(m, x + 0.5, y, **{**call, "clip": True}, rng=1,
                                             burn_in=200)
     assert rel.diagnostics["covariates_clipped"] == int(np.sum(x + 0.5 > 1))
+
+
+def test_running_on_keeps_the_last_half_of_all_steps(monkeypatch):
+    """After each run-on the diagnostics cover exactly the last half of all steps, across the
+    first run's kept trace and the later segments (chains here stand in for by traces labelled
+    with the step number, never mixed): 12 steps, then 18, 27, 40 and 50 (the cap)."""
+    import geodp.mechanisms.kng as kng
+    from geodp.mechanisms.mcmc import diagnose
+
+    monkeypatch.setattr(kng, "FALLBACK_ACCEPTANCE", 2.0)
+    monkeypatch.setattr(kng, "R_HAT_LIMIT", 0.0)
+    done = [0]
+
+    def labelled(state, log_target, propose, rng, burn_in, trace_length, step, *args, **kwargs):
+        first = done[0] + burn_in
+        done[0] = first + trace_length
+        trace = np.arange(first, done[0], dtype=float)[:, None] + np.arange(len(state))[None]
+        return state, diagnose(trace, burn_in, 0.5, step)
+
+    monkeypatch.setattr(kng, "run_chains", labelled)
+    domain, gradient, start = _circle_problem()
+    with pytest.warns(kng.MixingWarning, match="not mixed after 50 steps"):
+        _, info = sample_bundle(domain, gradient, start, 0.08, np.random.default_rng(1), size=2,
+                                burn_in=4, trace_length=8, min_acceptance=2.0, max_steps=50)
+    assert done[0] == 50 and info.mcmc.burn_in == 25
+    assert np.array_equal(info.mcmc.trace[:, 0], np.arange(25, 50))

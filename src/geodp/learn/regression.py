@@ -103,9 +103,10 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     1e-3 of its proposals, otherwise ``chains`` Metropolis-Hastings chains (split R-hat and ESS in
     ``diagnostics``; ``exact_sampler=False``: the guarantee then holds for the chain's limit law).
     Chains that have not mixed (R-hat > 1.1) give way to the exact sampler when it accepts at
-    least 1e-5 (``kng.FALLBACK_ACCEPTANCE``); otherwise they run on, doubling their length, up to
-    ``max_steps`` (default 16 times burn_in + 100 kept steps), and if they still have not mixed a
-    ``MixingWarning`` says so.
+    least 1e-5 (``kng.FALLBACK_ACCEPTANCE``); otherwise they run on, each time by half the steps
+    they have run, R-hat then taken over the last half of all steps, up to ``max_steps`` (default
+    16 times burn_in + 100 kept steps), and if they still have not mixed a ``MixingWarning`` says
+    so.
 
     Parameters
     ----------

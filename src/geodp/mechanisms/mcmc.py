@@ -11,7 +11,7 @@ towards an acceptance rate of 0.3 and then frozen, so the kept part is a valid M
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -35,9 +35,11 @@ class MCMCDiagnostics:
     n_chains: int
     r_hat: float
     ess: float
+    #: the summary at every kept step, (trace_length, n_chains); not part of ``as_dict``
+    trace: Array | None = field(default=None, repr=False)
 
     def as_dict(self) -> dict:
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if k != "trace"}
 
 
 def split_r_hat(trace: Array) -> float:
@@ -114,12 +116,16 @@ def run_chains(state: Array, log_target: Callable[[Array], Array],
             elif it >= burn_in:
                 accepted += ok.sum()
                 trace[it - burn_in] = lp if summary is None else summary(x)
-    diag = MCMCDiagnostics(
-        acceptance_rate=float(accepted / max(trace_length * chains, 1)), step_size=float(step),
-        burn_in=burn_in, trace_length=trace_length, n_chains=chains,
-        r_hat=split_r_hat(trace) if trace_length >= 4 and chains >= 2 else float("nan"),
-        ess=effective_sample_size(trace) if trace_length >= 4 else float("nan"))
-    return x, diag
+    return x, diagnose(trace, burn_in, float(accepted / max(trace_length * chains, 1)), float(step))
+
+
+def diagnose(trace: Array, burn_in: int, acceptance_rate: float, step_size: float) -> MCMCDiagnostics:
+    """Split R-hat and ESS of a (length, chains) trace kept after ``burn_in`` steps."""
+    length, chains = trace.shape
+    return MCMCDiagnostics(
+        acceptance_rate=acceptance_rate, step_size=step_size, burn_in=burn_in, trace_length=length,
+        n_chains=chains, r_hat=split_r_hat(trace) if length >= 4 and chains >= 2 else float("nan"),
+        ess=effective_sample_size(trace) if length >= 4 else float("nan"), trace=trace)
 
 
 def volume_ratio(manifold: Manifold, x: Array, xi: Array, y: Array) -> Array:

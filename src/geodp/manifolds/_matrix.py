@@ -27,6 +27,21 @@ def triu(n: int, k: int = 0) -> tuple[Array, Array]:
     return rows, cols
 
 
+def extremes(x: Array) -> tuple[Array, Array]:
+    """(min, max) over the last axis; written out column by column for lengths <= 4, where
+    NumPy's reductions over a short last axis are 10-30x slower (10^6 x 2: 75 ms against 10 ms)."""
+    if x.shape[-1] > 4:
+        return np.min(x, axis=-1), np.max(x, axis=-1)
+    cols = [x[..., i] for i in range(x.shape[-1])]
+    return reduce(np.minimum, cols), reduce(np.maximum, cols)
+
+
+def frob(a: Array, b: Array) -> Array:
+    """<A, B>_F = tr(A^T B) of each pair (einsum: 4x faster than a sum over the two short trailing
+    axes)."""
+    return np.einsum("...ij,...ij->...", a, b)
+
+
 def sym(x: Array) -> Array:
     """Symmetric part (x + x^T)/2."""
     x = np.asarray(x, dtype=float)
@@ -92,8 +107,11 @@ def _eigvalsh_3x3(a: Array) -> Array:
     The trigonometric formula alone loses half the digits of two nearly equal eigenvalues, so
     the values come from the same deflation as ``_eig_3x3``.
     """
-    batch, vals, _, _ = _eig_3x3(a)
-    return np.sort(np.stack(vals, axis=-1), axis=-1).reshape(batch + (3,))
+    batch, (x, y, z), _, _ = _eig_3x3(a)
+    x, y = np.minimum(x, y), np.maximum(x, y)  # a sorting network: each output is an input
+    y, z = np.minimum(y, z), np.maximum(y, z)
+    x, y = np.minimum(x, y), np.maximum(x, y)
+    return np.stack([x, y, z], axis=-1).reshape(batch + (3,))
 
 
 def _rotation(half: Array, off: Array, rad: Array) -> tuple[Array, Array]:
@@ -216,8 +234,8 @@ ILL_CONDITIONED = 1e-4
 
 def _ill(w: Array) -> Array:
     """Per matrix: eigenvalues spread beyond what the closed forms resolve, or not finite."""
-    mag = np.abs(w)
-    return ~(np.min(mag, axis=-1) >= ILL_CONDITIONED * np.max(mag, axis=-1))
+    low, high = extremes(np.abs(w))
+    return ~(low >= ILL_CONDITIONED * high)
 
 
 def _redo(a: Array, out, bad: Array, fn: Callable):
@@ -372,7 +390,7 @@ def expm_sym(a: Array) -> Array:
     n = a.shape[-1]
     c = np.trace(a, axis1=-2, axis2=-1) / n
     shifted = a - c[..., None, None] * np.eye(n)
-    radius = np.sqrt(np.einsum("...ij,...ij->...", shifted, shifted))
+    radius = np.sqrt(frob(shifted, shifted))
     squarings = np.ceil(np.log2(np.maximum(radius, TAYLOR_THETA) / TAYLOR_THETA))
     taylor = radius <= TAYLOR_MAX_RADIUS
     if np.all(taylor):

@@ -7,7 +7,7 @@ import numpy as np
 from . import _matrix as mx
 from ._special import cosh_sinhc, log_sinhc
 from ._threads import map_parts, threaded
-from .base import Array, Manifold, weighted_sum
+from .base import Array, Manifold, rowdot, weighted_sum
 
 METRICS = ("affine", "log-euclidean")
 
@@ -81,13 +81,14 @@ class SPD(Manifold):
 
 
 def _log_norm(lam: Array) -> Array:
-    return np.sqrt(np.sum(np.log(lam) ** 2, axis=-1))
+    logs = np.log(lam)
+    return np.sqrt(rowdot(logs, logs))
 
 
 def _diag_ratio(l: Array) -> Array:
     """max L_ii / min L_ii, infinite for a failed (NaN) factor."""
-    d = np.diagonal(l, axis1=-2, axis2=-1)
-    return np.nan_to_num(np.max(d, axis=-1) / np.min(d, axis=-1), nan=np.inf)
+    low, high = mx.extremes(np.diagonal(l, axis1=-2, axis2=-1))
+    return np.nan_to_num(high / low, nan=np.inf)
 
 
 def _cholesky_or_nan(x: Array) -> Array:
@@ -275,7 +276,7 @@ class AffineInvariantSPD(SPD):
         l, linv = self._factor(p)
         logs = mx.funcm(self._whiten(np.expand_dims(linv, -3), x), np.log)
         weights = np.asarray(weights, dtype=float)
-        value = 0.5 * np.sum(weights * np.sum(logs * logs, axis=(-2, -1)), axis=-1)
+        value = 0.5 * np.sum(weights * mx.frob(logs, logs), axis=-1)
         return mx.congruence(l, weighted_sum(logs, weights, 2), lower=True), value
 
     def mean_log_value_and_hessian(self, p: Array, x: Array, weights: Array
@@ -287,7 +288,7 @@ class AffineInvariantSPD(SPD):
         lam, vecs = mx.eigh(self._whiten(np.expand_dims(linv, -3), x))
         logs = np.log(lam)
         weights = np.asarray(weights, dtype=float)
-        value = 0.5 * np.sum(weights * np.sum(logs * logs, axis=-1), axis=-1)
+        value = 0.5 * np.sum(weights * rowdot(logs, logs), axis=-1)
         total = _side_by_side(vecs * (weights[..., None] * logs)[..., None, :]) @ np.swapaxes(
             _side_by_side(vecs), -1, -2)
         return (mx.congruence(l, total, lower=True), value,
@@ -319,7 +320,7 @@ class AffineInvariantSPD(SPD):
 
     def inner(self, p: Array, u: Array, v: Array) -> Array:
         _, linv = self._factor(p)
-        return np.sum(self._whiten(linv, u) * self._whiten(linv, v), axis=(-2, -1))
+        return mx.frob(self._whiten(linv, u), self._whiten(linv, v))
 
     def transport(self, p: Array, q: Array, v: Array) -> Array:
         """Gamma(V) = E V E^T with E = L sqrtm(L^-1 Q L^-T) L^-1."""
@@ -385,7 +386,7 @@ class AffineInvariantSPD(SPD):
         no exponential, no second factorisation."""
         w, frame = self._record_frame(p, v, x, y)
         e = mx.funcm(w, np.log)
-        rho = np.sqrt(np.sum(e * e, axis=(-2, -1)))
+        rho = np.sqrt(mx.frob(e, e))
         if tau is not None:
             e = e * np.minimum(1.0, tau / np.maximum(rho, 1e-300))[..., None, None]
         return (*self._mean_back(e, frame), rho)
@@ -413,7 +414,7 @@ class AffineInvariantSPD(SPD):
         lam = mx.eigvalsh(self._whiten(linv, v))
         iu = mx.triu(self.n, 1)
         gaps = 0.5 * np.abs(lam[..., iu[0]] - lam[..., iu[1]])
-        return np.exp(np.sum(log_sinhc(gaps), axis=-1))
+        return np.exp(np.einsum("...i->...", log_sinhc(gaps)))
 
     def max_volume_density(self, radius: float) -> float:
         """Each gap |l_i - l_j|/2 is at most radius/sqrt(2) when sum l_i^2 <= radius^2."""
@@ -475,7 +476,7 @@ class LogEuclideanSPD(SPD):
         and 1/2 sum_i w_i |logm X_i - logm P|_F^2."""
         logs = mx.funcm(x, np.log)
         diff = logs - np.expand_dims(mx.funcm(p, np.log), -3)
-        value = 0.5 * np.sum(np.asarray(weights) * np.sum(diff * diff, axis=(-2, -1)), axis=-1)
+        value = 0.5 * np.sum(np.asarray(weights) * mx.frob(diff, diff), axis=-1)
         return self._dexp_at_log(p, weighted_sum(logs, weights, 2), np.sum(weights, axis=-1)), value
 
     @threaded
@@ -486,7 +487,7 @@ class LogEuclideanSPD(SPD):
         _, vecs, g = self._dlog(p)
         du = mx.frechet_derivative(vecs, g, mx.sym(u))
         dv = mx.frechet_derivative(vecs, g, mx.sym(v))
-        return np.sum(du * dv, axis=(-2, -1))
+        return mx.frob(du, dv)
 
     def transport(self, p: Array, q: Array, v: Array) -> Array:
         """D exp_{log Q}[D log_P[V]]: translation in log coordinates."""

@@ -362,7 +362,7 @@ class Manifold(ABC):
         batch = p.shape[: p.ndim - len(self.point_shape)]
         size = size_tuple(size)
         c = rng.standard_normal(size + batch + (self.dim,))
-        c /= np.linalg.norm(c, axis=-1, keepdims=True)
+        c /= np.sqrt(rowdot(c, c))[..., None]
         return self.from_coords(p, c)
 
     def random_ball(self, center: Array, radius: float,
@@ -397,8 +397,7 @@ class Manifold(ABC):
             m = min(max(2 * (total - filled), 64), 10**6)
             proposed += m
             c = rng.standard_normal((m, self.dim))
-            c *= radius * rng.random(m)[:, None] ** (1.0 / self.dim) / np.linalg.norm(
-                c, axis=-1, keepdims=True)
+            c *= (radius * rng.random(m) ** (1.0 / self.dim) / np.sqrt(rowdot(c, c)))[:, None]
             v = self.from_coords(center, c)
             keep = rng.random(m) * bound <= self.volume_density(center, v)
             accepted = self.exp(center, v[keep])[: total - filled]

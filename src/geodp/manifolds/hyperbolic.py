@@ -130,7 +130,7 @@ class Hyperbolic(Manifold):
         """Keep the space-like coordinates and solve for the time-like one."""
         x = np.asarray(x, dtype=float)
         out = x.copy()
-        out[..., 0] = np.sqrt(self.radius**2 + np.sum(x[..., 1:] ** 2, axis=-1))
+        out[..., 0] = np.sqrt(self.radius**2 + rowdot(x[..., 1:], x[..., 1:]))
         return out
 
     def to_tangent(self, p: Array, x: Array) -> Array:

@@ -132,7 +132,7 @@ class Sphere(Manifold):
 
     def project(self, x: Array) -> Array:
         x = np.asarray(x, dtype=float)
-        return self.radius * x / np.linalg.norm(x, axis=-1, keepdims=True)
+        return self.radius * x / np.sqrt(rowdot(x, x))[..., None]
 
     def to_tangent(self, p: Array, x: Array) -> Array:
         p = np.asarray(p, dtype=float)
@@ -169,7 +169,7 @@ class Sphere(Manifold):
         return sinc(t) ** (self.dim - 1)
 
     def _point_defect(self, x: Array) -> Array:
-        return np.abs(np.linalg.norm(x, axis=-1) - self.radius)
+        return np.abs(np.sqrt(rowdot(x, x)) - self.radius)
 
     def _defect_hint(self) -> str:
         return f" (points must have Euclidean norm {self.radius:g})"

@@ -202,7 +202,7 @@ def test_chart_chains_started_just_outside_the_domain_start_at_the_chart_centre(
         return np.where(domain.contains(states), 0.0, -np.inf)
 
     chart = _Chart(domain, inside)
-    chains = _ChartChains(chart, domain, log_target, lambda k, step, rng: (np.zeros((k, 3)),) * 2,
+    chains = _ChartChains(chart, log_target, lambda k, step, rng: (np.zeros((k, 3)),) * 2,
                           None, None)
     delta = chains.start(outside, 4, 0.0, np.random.default_rng(0))
     assert np.all(delta == 0.0) and np.all(np.isfinite(chains.log_target(delta)))

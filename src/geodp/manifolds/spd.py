@@ -209,16 +209,16 @@ class MeanHessian:
             z = mx.coords_to_sym(np.linalg.solve(self.matrix(), mx.sym_to_coords(b)[..., None])[..., 0], n)
             return mx.congruence(self.l, z, lower=True)
         z, r, d = np.zeros_like(b), b.copy(), b.copy()
-        rr = np.sum(r * r, axis=(-2, -1))
-        goal = (np.asarray(rtol) * np.linalg.norm(b, axis=(-2, -1))) ** 2
+        rr = mx.frob(r, r)
+        goal = np.asarray(rtol) ** 2 * mx.frob(b, b)
         for _ in range(n * (n + 1) // 2):
             if np.all(rr <= goal):
                 break
             hd = self(d)
-            dhd = np.sum(d * hd, axis=(-2, -1))
+            dhd = mx.frob(d, hd)
             alpha = np.where(dhd > 0, rr / np.where(dhd > 0, dhd, 1.0), 0.0)[..., None, None]
             z, r = z + alpha * d, r - alpha * hd
-            rr, rr_old = np.sum(r * r, axis=(-2, -1)), rr
+            rr, rr_old = mx.frob(r, r), rr
             d = r + np.where(rr_old > 0, rr / np.where(rr_old > 0, rr_old, 1.0), 0.0)[..., None, None] * d
         return mx.congruence(self.l, z, lower=True)
 

@@ -465,9 +465,9 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
     chains = max(chains, size)
     step0 = scale * np.sqrt(2.0 * m.dim)
     if m.injectivity_radius == np.inf:
-        space = _ChartChains(chart, domain, log_target, increments, draw_coordinates, log_q)
+        space = _ChartChains(chart, log_target, increments, draw_coordinates, log_q)
     else:
-        space = _BundleChains(chart, domain, log_target, increments, draw_coordinates, log_q)
+        space = _BundleChains(chart, log_target, increments, draw_coordinates, log_q)
     init = space.start(np.asarray(start, dtype=float), chains, 3.0 * step0, rng)
     state, diag = run_chains(init, space.log_target, space.propose, rng, burn_in, trace_length,
                              step0, max_step, None, target_rate=0.25)
@@ -525,7 +525,7 @@ class _ChartChains(_Chains):
     a walk on the bundle maps each move from its own footpoint and the independence proposal
     needs the chart coordinates of the current states too."""
 
-    def __init__(self, chart: _Chart, domain: BundleDomain, log_target, increments, draw, log_q):
+    def __init__(self, chart: _Chart, log_target, increments, draw, log_q):
         self.chart, self.increments, self.draw, self.log_q = chart, increments, draw, log_q
         self._log_target = log_target
 
@@ -572,8 +572,8 @@ class _BundleChains(_Chains):
     symmetric; and the independence proposal of the chart, with its density w.r.t. the Liouville
     measure (the chart's, divided by J_p0)."""
 
-    def __init__(self, chart: _Chart, domain: BundleDomain, log_target, increments, draw, log_q):
-        self.chart, self.domain, self.increments = chart, domain, increments
+    def __init__(self, chart: _Chart, log_target, increments, draw, log_q):
+        self.chart, self.domain, self.increments = chart, chart.domain, increments
         self.log_target, self.draw_coordinates, self.log_q = log_target, draw, log_q
 
     def _walk(self, state: Array, step: float, rng: np.random.Generator) -> tuple[Array, Array]:

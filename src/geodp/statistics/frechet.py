@@ -126,13 +126,13 @@ def frechet_mean(manifold: Manifold, points: Array, weights: Array | None = None
         """-grad F, F, |grad F|, the descent direction d at ``at`` and <-grad F, d>: d is the
         Newton direction where the manifold gives the Hessian (to the residual of NEWTON_RTOL;
         not needed once |grad F| <= tol), else -grad F."""
-        if not newton:
+        if newton:
+            grad, value, hessian = data.total(lambda xs, ws: manifold.mean_log_value_and_hessian(at, xs, ws))
+        else:
             grad, value = data.total(lambda xs, ws: manifold.mean_log_and_value(at, xs, ws))
-            size = manifold.norm(at, grad)
-            return grad, value, size, grad, size**2
-        grad, value, hessian = data.total(lambda xs, ws: manifold.mean_log_value_and_hessian(at, xs, ws))
+            hessian = None
         size = manifold.norm(at, grad)
-        if np.all(size <= tol):
+        if hessian is None or np.all(size <= tol):
             return grad, value, size, grad, size**2
         direction = hessian.solve(grad, NEWTON_RTOL * np.minimum(0.1, size))
         return grad, value, size, direction, manifold.inner(at, grad, direction)

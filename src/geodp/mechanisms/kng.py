@@ -335,9 +335,9 @@ def _knorm_mixture(centre: Array, b: Array, b_inv: Array, scale: float, balls=()
     unit sphere and r ~ Gamma(D, s), truncated to the part [lo, hi] of the ray that lies in
     ``balls`` (``_ray_intervals``; a truncation whose Gamma mass underflows is dropped), so that
     proposals do not leave a domain the law fills (density exp(-r / s) / (s^D mass_s(u)) there)."""
-    d, scales = len(centre), tuple(f * scale for f in WIDTHS)
+    d, scales = len(centre), scale * np.asarray(WIDTHS)
 
-    def truncation(lo: Array, hi: Array, s: float) -> tuple[Array, Array, Array]:
+    def truncation(lo: Array, hi: Array, s: Array) -> tuple[Array, Array, Array]:
         mass = _gamma_mass(d, lo / s, hi / s)
         keep = mass > 1e-300
         return np.where(keep, lo, 0.0), np.where(keep, hi, np.inf), np.where(keep, mass, 1.0)
@@ -345,30 +345,24 @@ def _knorm_mixture(centre: Array, b: Array, b_inv: Array, scale: float, balls=()
     def log_density(delta: Array) -> Array:
         z = (delta - centre) @ b
         r = np.linalg.norm(z, axis=1)
-        ray = _ray_intervals(centre, (z / np.where(r > 0, r, 1.0)[:, None]) @ b_inv, balls)
-        out = []
-        for s in scales:
-            lo, hi, mass = truncation(*ray, s)
-            inside = (r >= lo * (1 - _RAY_SLACK)) & (r <= hi * (1 + _RAY_SLACK))
-            out.append(np.where(inside, -r / s - d * np.log(s) - np.log(mass), -np.inf))
-        return np.logaddexp.reduce(np.array(out), axis=0)
+        s = scales[:, None]  # every member at every point
+        lo, hi, mass = truncation(*_ray_intervals(centre, (z / np.where(r > 0, r, 1.0)[:, None]) @ b_inv,
+                                                  balls), s)
+        inside = (r >= lo * (1 - _RAY_SLACK)) & (r <= hi * (1 + _RAY_SLACK))
+        return np.logaddexp.reduce(np.where(inside, -r / s - d * np.log(s) - np.log(mass), -np.inf), axis=0)
 
     def draw(k: int, rng: np.random.Generator) -> Array:
         u = rng.standard_normal((k, d))
         u /= np.linalg.norm(u, axis=1, keepdims=True)
-        which = rng.integers(len(scales), size=k)
-        ray = _ray_intervals(centre, u @ b_inv, balls)
-        radius = np.empty(k)
-        for j, s in enumerate(scales):
-            pick = which == j
-            lo, hi, _ = truncation(ray[0][pick], ray[1][pick], s)
-            p = rng.random(pick.sum())
-            q_lo, q_hi = special.gammaincc(d, lo / s), special.gammaincc(d, hi / s)
-            with np.errstate(invalid="ignore"):
-                upper = s * special.gammainccinv(d, q_lo - p * (q_lo - q_hi))
-                p_lo, p_hi = special.gammainc(d, lo / s), special.gammainc(d, hi / s)
-                lower = s * special.gammaincinv(d, p_lo + p * (p_hi - p_lo))
-            radius[pick] = np.clip(np.where(lo / s > d, upper, lower), lo, hi)
+        s = scales[rng.integers(len(scales), size=k)]  # each draw's member of the mixture
+        lo, hi, _ = truncation(*_ray_intervals(centre, u @ b_inv, balls), s)
+        p = rng.random(k)
+        q_lo, q_hi = special.gammaincc(d, lo / s), special.gammaincc(d, hi / s)
+        with np.errstate(invalid="ignore"):
+            upper = s * special.gammainccinv(d, q_lo - p * (q_lo - q_hi))
+            p_lo, p_hi = special.gammainc(d, lo / s), special.gammainc(d, hi / s)
+            lower = s * special.gammaincinv(d, p_lo + p * (p_hi - p_lo))
+        radius = np.clip(np.where(lo / s > d, upper, lower), lo, hi)
         return centre + (u * radius[:, None]) @ b_inv
 
     return draw, log_density
@@ -552,7 +546,8 @@ class _ChartChains(_Chains):
 
     def _independent(self, delta: Array, rng: np.random.Generator) -> tuple[Array, Array]:
         fresh = self.draw(len(delta), rng)
-        return fresh, self.log_q(delta) - self.log_q(fresh)
+        log_q = self.log_q(np.concatenate([delta, fresh]))
+        return fresh, log_q[:len(delta)] - log_q[len(delta):]
 
     def start(self, state: Array, chains: int, spread: float, rng: np.random.Generator) -> Array:
         """``chains`` copies of the coordinates of ``state``, each moved by one long walk step

@@ -41,6 +41,16 @@ def test_split_methods_equal_serial_calls(manifold, monkeypatch):
     assert np.array_equal(manifold.exp(p=p, v=v), manifold.exp(p, v))
 
 
+def test_blocks_are_equal_and_as_many_as_a_multiple_of_the_cpus(monkeypatch):
+    """Three blocks on two threads would leave one idle for a third of the call."""
+    monkeypatch.setattr(_threads, "thread_count", lambda: 2)
+    monkeypatch.setattr(_threads, "_busy_elsewhere", lambda: 0)
+    for size, row_bytes in ((20_000, 200), (10_000, 512), (10_001, 512), (2_000, 6272), (300, 800)):
+        sizes = _threads._run_blocks(lambda lo, hi: hi - lo, size, row_bytes)
+        assert sum(sizes) == size and len(sizes) % 2 == 0, (size, sizes)
+        assert max(sizes) - min(sizes) < len(sizes) and max(sizes) * row_bytes <= _threads.BLOCK_BYTES
+
+
 def test_split_sample_sum_matches_one_pass(monkeypatch):
     monkeypatch.setattr(_threads, "thread_count", lambda: 4)
     monkeypatch.setattr(_threads, "_busy_elsewhere", lambda: 0)
@@ -54,8 +64,11 @@ def test_split_sample_sum_matches_one_pass(monkeypatch):
     calls = []
     total = _threads.split_sample_sum(lambda xs, ws: calls.append(len(ws[0])) or ws.sum(-1), x[..., 0],
                                       np.ones((2, N)), -1)
-    rows = 2**16 // (8 * 2)
-    assert calls == [min(rows, N - lo) for lo in range(0, N, rows)] and np.array_equal(total, [N, N])
+    # at most 2**16 bytes of 2 x 8-byte entries per block: 5 blocks, rounded up to 8 (a multiple of
+    # the 4 CPUs) equal ones
+    rows = -(-N // 8)
+    assert N > 4 * 2**16 // 16 and calls == [min(rows, N - lo) for lo in range(0, N, rows)]
+    assert len(calls) == 8 and np.array_equal(total, [N, N])
     calls.clear()
     _threads.split_sample_sum(lambda xs, ws: calls.append(len(ws[0])) or ws.sum(-1), x[:, :500, 0],
                               np.ones((2, 500)), -1)

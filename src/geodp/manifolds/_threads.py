@@ -147,12 +147,16 @@ def _pool(workers: int, pid: int) -> ThreadPoolExecutor:
 
 
 def _run_blocks(task: Callable[[int, int], object], size: int, row_bytes: int) -> list:
-    """task(lo, hi) over consecutive blocks covering range(size), in order: blocks of about
-    BLOCK_BYTES, and at most an equal share per CPU of the process (a batch worth splitting keeps
-    every thread busy even when it is smaller than two blocks). The blocks do not depend on the
-    load, only the number of threads running them does: a sum over blocks adds in the same order
-    on a busy machine and an idle one, so a seeded release is reproducible to the last bit."""
-    rows = max(1, min(BLOCK_BYTES // max(row_bytes, 1), -(-size // thread_count())))
+    """task(lo, hi) over consecutive blocks covering range(size), in order: equal blocks of at
+    most about BLOCK_BYTES, as many as a multiple of the process's CPUs, so that every thread
+    gets the same share (three blocks on two threads would leave one thread idle for a third of
+    the call: the SPD(5) log map of 20,000 matrices scaled 1.63x on two threads, 1.9x with four
+    equal blocks). The blocks do not depend on the load, only the number of threads running them
+    does: a sum over blocks adds in the same order on a busy machine and an idle one, so a seeded
+    release is reproducible to the last bit."""
+    cpus = thread_count()
+    blocks = -(-size // max(1, BLOCK_BYTES // max(row_bytes, 1)))
+    rows = -(-size // (-(-blocks // cpus) * cpus))
     bounds = list(range(0, size, rows)) + [size]
     threads, blas = _budget()
     workers = min(threads, len(bounds) - 1)

@@ -121,16 +121,15 @@ def test_forked_child_uses_its_own_pool(monkeypatch):
     assert np.array_equal(result, expected)
 
 
-def test_threads_yield_only_to_a_saturated_machine(monkeypatch):
-    """Every CPU while another task leaves one free (the scheduler shares per thread), one thread
-    when other tasks occupy every CPU; BLAS outside the pool keeps to the free CPUs."""
+def test_pool_keeps_every_cpu_and_blas_keeps_to_the_free_ones(monkeypatch):
+    """The pool keeps every CPU however busy the machine (the scheduler shares per thread);
+    BLAS outside the pool keeps to the CPUs other tasks leave, at least one."""
     monkeypatch.delenv("GEODP_NUM_THREADS", raising=False)
     monkeypatch.setattr(_threads, "thread_count", lambda: 4)
-    monkeypatch.setattr(_threads, "_busy_elsewhere", lambda: 4)
-    assert _threads.threads_now() == 1
-    monkeypatch.setattr(_threads, "_busy_elsewhere", lambda: 3)
-    assert _threads.threads_now() == 4
-    assert _threads.cpus_free() == 1
+    monkeypatch.setattr(_threads, "_busy_elsewhere", lambda: 6)
+    assert _threads.threads_now() == 4 and _threads.cpus_free() == 1
+    monkeypatch.setattr(_threads, "_busy_elsewhere", lambda: 1)
+    assert _threads.threads_now() == 4 and _threads.cpus_free() == 3
     monkeypatch.undo()
     monkeypatch.setattr(_threads, "_busy_elsewhere", lambda: 3)
     monkeypatch.setenv("GEODP_NUM_THREADS", "2")  # an explicit setting is obeyed

@@ -10,9 +10,9 @@ thread and pool threads do not spin between tasks, so the pool gains beside othe
 threads against 58 ms when the pool fell to one thread whenever the load looked full; two
 competitors, 58 ms against 87; idle, 33 ms). While the pool works, BLAS is held to one thread
 (threadpoolctl), so its own threads never multiply ours; outside it, BLAS keeps to the CPUs
-other runnable tasks (Linux ``/proc/loadavg``) leave, since OpenBLAS threads spin after a call. 1 thread keeps the blocking but runs it
-in the calling thread. Calls made from inside a worker run whole and serially, so nested batched
-calls never wait on their own pool.
+other runnable tasks (Linux ``/proc/loadavg``) leave, since OpenBLAS threads spin after a call.
+1 thread keeps the blocking but runs it in the calling thread. Calls made from inside a worker
+run whole and serially, so nested batched calls never wait on their own pool.
 """
 
 from __future__ import annotations

@@ -346,10 +346,11 @@ def _knorm_mixture(centre: Array, b: Array, b_inv: Array, scale: float, balls=()
         z = (delta - centre) @ b
         r = np.linalg.norm(z, axis=1)
         s = scales[:, None]  # every member at every point
-        lo, hi, mass = truncation(*_ray_intervals(centre, (z / np.where(r > 0, r, 1.0)[:, None]) @ b_inv,
-                                                  balls), s)
+        ray = _ray_intervals(centre, (z / np.where(r > 0, r, 1.0)[:, None]) @ b_inv, balls)
+        lo, hi, mass = truncation(*ray, s)
         inside = (r >= lo * (1 - _RAY_SLACK)) & (r <= hi * (1 + _RAY_SLACK))
-        return np.logaddexp.reduce(np.where(inside, -r / s - d * np.log(s) - np.log(mass), -np.inf), axis=0)
+        log_each = np.where(inside, -r / s - d * np.log(s) - np.log(mass), -np.inf)
+        return np.logaddexp.reduce(log_each, axis=0)
 
     def draw(k: int, rng: np.random.Generator) -> Array:
         u = rng.standard_normal((k, d))
@@ -396,11 +397,10 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
       |xi| >= ``domain.reach`` are rejected, a symmetric rule (``_BundleChains``). The walk makes
       the chain irreducible on the domain.
     - an independence proposal from the KNG law of the gradient linearised at ``start`` in normal
-      coordinates of the bundle, mixed with that law widened (``_independence_proposal``;
-      taken with probability ``INDEPENDENCE``), with
-      the Hastings factor q(x) / q(y) of its density (in the chart's coordinates, or w.r.t. the
-      Liouville measure). Where the linearisation is good it accepts most proposals, so the
-      chains forget their start in a few steps.
+      coordinates of the bundle, mixed with that law widened (``_independence_proposal``; taken
+      with probability ``INDEPENDENCE``), with the Hastings factor q(x) / q(y) of its density (in
+      the chart's coordinates, or w.r.t. the Liouville measure). Where the linearisation is good
+      it accepts most proposals, so the chains forget their start in a few steps.
 
     The draws are the final states of the first ``size`` chains (at least ``size`` are run).
     Chains that have not mixed (split R-hat above ``R_HAT_LIMIT`` over the kept steps) and have
@@ -507,7 +507,8 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
 class _Chains:
     """The step shared by both spaces of chains: each chain takes the walk (``_walk``: proposals
     and their log Hastings factors) or, with probability INDEPENDENCE, a fresh draw of the
-    independence proposal (``_independent``: draws and log q(x) - log q(y) at the chains it replaces)."""
+    independence proposal (``_independent``: draws and log q(x) - log q(y) at the chains it
+    replaces)."""
 
     def propose(self, x: Array, step: float, rng: np.random.Generator):
         y, log_h = self._walk(x, step, rng)

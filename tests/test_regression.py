@@ -205,3 +205,39 @@ def test_unconverged_fit_warns():
         fit = geodesic_regression(m, x, y, init=(y[0], 0.0 * y[0]), max_iter=1)
     assert not fit.converged
     assert any(issubclass(w.category, ConvergenceWarning) for w in caught)
+
+
+def test_large_in_memory_means_run_in_equal_parts_and_match_one_pass(monkeypatch):
+    """From ROWS_TIMES_PARAMETERS (record, parameter) pairs the records are cut into equal parts,
+    as many as a multiple of the CPUs, summed on the pool: the same mean as one pass, to
+    rounding, and the same bits whatever the load."""
+    from geodp.manifolds import _threads
+    from geodp.manifolds import Sphere
+    from geodp.statistics import regression as reg
+
+    monkeypatch.setattr(_threads, "thread_count", lambda: 2)
+    monkeypatch.setattr(reg, "thread_count", lambda: 2)
+    m = Sphere(2)
+    rng = np.random.default_rng(3)
+    n = 3 * reg.ROWS_TIMES_PARAMETERS // 8 + 5
+    x, y = rng.uniform(0, 1, n), m.project(rng.standard_normal((n, 3)) + [0, 0, 3])
+    data = reg.RegressionSample(m, x, y)
+    p = m.project(rng.standard_normal((8, 3)) + [0, 0, 3])
+    v = m.to_tangent(p, 0.3 * rng.standard_normal((8, 3)))
+    sizes = []
+
+    def kernel(xs, ys):
+        sizes.append(len(xs))
+        return regression_gradient(m, p[:, None], v[:, None], xs, ys, 0.5)
+
+    split = data.mean(kernel, 8)
+    assert len(sizes) == 4 and sum(sizes) == n and max(sizes) - min(sizes) <= 1
+    assert max(sizes) * 8 <= reg.ROWS_TIMES_PARAMETERS
+    whole = regression_gradient(m, p[:, None], v[:, None], x, y, 0.5)
+    for a, b in zip(split, whole):
+        assert np.allclose(a, b, rtol=1e-12, atol=1e-15)
+    monkeypatch.setattr(_threads, "_busy_elsewhere", lambda: 5)
+    assert all(np.array_equal(a, b) for a, b in zip(data.mean(kernel, 8), split))
+    sizes.clear()
+    data.mean(kernel, 1)
+    assert sizes == [n], "fewer pairs than ROWS_TIMES_PARAMETERS: one pass"

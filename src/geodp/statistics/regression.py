@@ -10,6 +10,7 @@ import numpy as np
 from collections.abc import Callable
 
 from ..chunked import ChunkedSample, is_chunked
+from ..manifolds._threads import map_parts, thread_count
 from ..manifolds.base import Array, Manifold, manifold_first
 from .frechet import ARMIJO, ConvergenceWarning, frechet_mean
 
@@ -76,7 +77,9 @@ def bundle_norm(manifold: Manifold, p: Array, a: Array, b: Array) -> Array:
 ROWS_TIMES_PARAMETERS = 2**16
 """On chunked data, a kernel evaluated at a batch of B parameter pairs (MCMC chains, a sampler's
 proposals) runs over rows of a chunk in blocks of about this many / B records, so its
-temporaries stay small whatever the chunk size."""
+temporaries stay small whatever the chunk size. In memory, from this many (record, parameter)
+pairs on, the records are cut into equal parts of at most about this many pairs, as many as a
+multiple of the CPUs, and the parts run on the thread pool."""
 
 
 class RegressionSample:
@@ -121,9 +124,16 @@ class RegressionSample:
         """(1/n) sum over records, from kernel(x_block, y_block) = block means (a tuple).
         ``batch``: the number of parameter pairs the kernel evaluates at once (chunks are then
         read in blocks of ``ROWS_TIMES_PARAMETERS / batch`` records)."""
-        if self._chunked is None:
-            return kernel(self.x, self.y)
         n, rows = self.n, max(1, ROWS_TIMES_PARAMETERS // max(1, batch))
+        if self._chunked is None:
+            if n * max(1, batch) < ROWS_TIMES_PARAMETERS:
+                return kernel(self.x, self.y)
+            cpus = thread_count()
+            cut = np.linspace(0, n, cpus * -(-n // (cpus * rows)) + 1).astype(int)
+            parts = map_parts(lambda i: kernel(self.x[cut[i]:cut[i + 1]], self.y[cut[i]:cut[i + 1]]),
+                              list(range(len(cut) - 1)))
+            share = np.diff(cut) / n
+            return tuple(sum(np.asarray(m) * w for m, w in zip(column, share)) for column in zip(*parts))
 
         def on_chunk(ys: Array, ws: Array, xs: Array) -> tuple:
             parts = [tuple(np.asarray(m) * (len(xs[lo:lo + rows]) / n)

@@ -584,11 +584,13 @@ def coords_to_sym(c: Array, n: int) -> Array:
 def whiten(l: Array, x: Array) -> Array:
     """L^-1 sym(X) L^-T for lower-triangular L, by forward substitution (componentwise backward
     stable, unlike a product with an explicit inverse, which loses digits when L is
-    ill-conditioned). Entry by entry for n <= 3; batched solves otherwise."""
+    ill-conditioned). Entry by entry for n <= 3; batched solves otherwise (for one L: sym of
+    L^-1 X^T L^-T, the same matrix, since the congruence is linear and commutes with transposes)."""
     l, x = np.asarray(l, dtype=float), np.asarray(x, dtype=float)
     n = l.shape[-1]
     if n > 3 and l.ndim == 2:
-        return sym(_solve_stacked(l, np.swapaxes(_solve_stacked(l, sym(x)), -1, -2)))
+        z = _solve_right_transposed(l, np.array(x, order="C"))  # X L^-T; its transpose is L^-1 X^T
+        return sym(_solve_right_transposed(l, np.ascontiguousarray(np.swapaxes(z, -1, -2))))
     if n > 3:
         shape = np.broadcast_shapes(l.shape, x.shape)
         lb = np.broadcast_to(l, shape)
@@ -617,15 +619,15 @@ def whiten(l: Array, x: Array) -> Array:
     return assemble(out)
 
 
-def _solve_stacked(l: Array, x: Array) -> Array:
-    """L^-1 X_k for one lower-triangular L and a batch of X_k: one BLAS-3 triangular solve on the
-    matrices side by side."""
+def _solve_right_transposed(l: Array, x: Array) -> Array:
+    """X_k L^-T for one lower-triangular L and a batch of C-contiguous X_k, overwritten: the rows
+    of all X_k stacked are R (rows x n), and R L^-T = (L^-1 R^T)^T, one BLAS-3 triangular solve
+    on R^T, a Fortran-ordered view of R, so no matrix is copied or transposed in memory."""
     from scipy.linalg import solve_triangular
 
     n = l.shape[-1]
-    flat = np.moveaxis(x.reshape(-1, n, x.shape[-1]), 0, 1).reshape(n, -1)
-    y = solve_triangular(l, flat, lower=True, check_finite=False)
-    return np.moveaxis(y.reshape(n, -1, x.shape[-1]), 1, 0).reshape(x.shape)
+    z = solve_triangular(l, x.reshape(-1, n).T, lower=True, check_finite=False, overwrite_b=True)
+    return z.T.reshape(x.shape)
 
 
 def _lapack_solve(a: Array, b: Array) -> Array:

@@ -61,6 +61,28 @@ def test_ill_conditioned_distance_is_accurate_and_symmetric(n, kernel_route):
     assert np.median(errors) < 1e-5 and max(errors) < 2e-3
 
 
+@pytest.mark.parametrize("cond", [1e2, 1e8])
+def test_one_base_distance_routes_are_accurate(cond, monkeypatch):
+    """A batch against one base point whitens by products with L^-T when L is well conditioned
+    and by forward substitution otherwise; both routes match 40 digits as closely (SPD(5))."""
+    from geodp.manifolds import _matrix as mx
+
+    rng = np.random.default_rng(7)
+    m = SPD(5)
+    p = ill_conditioned(5, cond, rng)
+    l = np.linalg.cholesky(p)
+    near = np.stack([l @ m.exp(np.eye(5), m.from_coords(np.eye(5), 0.3 * rng.standard_normal(15))) @ l.T
+                     for _ in range(6)])
+    near = 0.5 * (near + np.swapaxes(near, 1, 2))
+    reference = np.array([dist_mpmath(p, q) for q in near])
+    products = mx.WELL_CONDITIONED >= np.linalg.norm(l) * np.linalg.norm(np.linalg.inv(l))
+    assert products == (cond < 1e4)
+    tolerance = 1e-13 if cond < 1e4 else 1e-7
+    assert np.max(np.abs(m.dist(p, near) / reference - 1)) < tolerance
+    monkeypatch.setattr(mx, "WELL_CONDITIONED", np.inf if not products else 0.0)
+    assert np.max(np.abs(m.dist(p, near) / reference - 1)) < tolerance, "the other route"
+
+
 def test_sphere_log_near_the_cut_locus():
     s = Sphere(2)
     x = np.array([0.5473910394435679, -0.4067427994209252, -0.7313845397984012])

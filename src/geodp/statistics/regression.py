@@ -123,7 +123,8 @@ class RegressionSample:
     def mean(self, kernel: Callable[[Array, Array], tuple], batch: int = 1) -> tuple:
         """(1/n) sum over records, from kernel(x_block, y_block) = block means (a tuple).
         ``batch``: the number of parameter pairs the kernel evaluates at once (chunks are then
-        read in blocks of ``ROWS_TIMES_PARAMETERS / batch`` records)."""
+        read in blocks of ``ROWS_TIMES_PARAMETERS / batch`` records; in memory, that many
+        records per part on the thread pool once there are more than one part's worth)."""
         n, rows = self.n, max(1, ROWS_TIMES_PARAMETERS // max(1, batch))
         if self._chunked is None:
             if n * max(1, batch) < ROWS_TIMES_PARAMETERS:

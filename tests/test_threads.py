@@ -127,13 +127,13 @@ def test_pool_keeps_every_cpu_and_blas_keeps_to_the_free_ones(monkeypatch):
     monkeypatch.delenv("GEODP_NUM_THREADS", raising=False)
     monkeypatch.setattr(_threads, "thread_count", lambda: 4)
     monkeypatch.setattr(_threads, "_busy_elsewhere", lambda: 6)
-    assert _threads.threads_now() == 4 and _threads.cpus_free() == 1
+    assert _threads._budget() == (4, 1)
     monkeypatch.setattr(_threads, "_busy_elsewhere", lambda: 1)
-    assert _threads.threads_now() == 4 and _threads.cpus_free() == 3
+    assert _threads._budget() == (4, 3)
     monkeypatch.undo()
     monkeypatch.setattr(_threads, "_busy_elsewhere", lambda: 3)
     monkeypatch.setenv("GEODP_NUM_THREADS", "2")  # an explicit setting is obeyed
-    assert _threads.threads_now() == 2
+    assert _threads._budget()[0] == 2
     assert _threads._busy_elsewhere() >= 0
 
 
@@ -146,7 +146,7 @@ def test_serial_blocks_hold_blas_to_one_thread(monkeypatch):
     limits = []
     monkeypatch.setattr(_threads, "_blas_limited", lambda k: limits.append(k) or nullcontext())
     with _threads.serial():
-        assert _threads.threads_now() == 1 and _threads.cpus_free() == 1
+        assert _threads._budget() == (1, 1)
         _threads._run_blocks(lambda lo, hi: hi - lo, 10, 2**30)
     assert limits == [1]
 

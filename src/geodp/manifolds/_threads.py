@@ -113,16 +113,6 @@ def _budget() -> tuple[int, int]:
     return count, max(1, count - _busy_elsewhere())
 
 
-def threads_now() -> int:
-    """Threads for a large batch now (``_budget``)."""
-    return _budget()[0]
-
-
-def cpus_free() -> int:
-    """BLAS threads outside the pool now: the CPUs other runnable tasks leave (``_budget``)."""
-    return _budget()[1]
-
-
 @lru_cache(maxsize=1)
 def _blas_controller():
     """threadpoolctl's view of the BLAS libraries loaded (built once: a fresh scan costs ~1 ms;

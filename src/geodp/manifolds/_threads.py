@@ -215,6 +215,8 @@ def split_batch(fn: Callable[..., Array], *arrays: Array, core_ndim: int,
         return fn(*parts)
 
     parts = _run_blocks(task, batch[axis], row_bytes)
+    if len(parts) == 1:
+        return parts[0]
     if isinstance(parts[0], tuple):
         return tuple(np.concatenate(p, axis=axis) for p in zip(*parts))
     return np.concatenate(parts, axis=axis)

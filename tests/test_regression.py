@@ -216,7 +216,6 @@ def test_large_in_memory_means_run_in_equal_parts_and_match_one_pass(monkeypatch
     from geodp.statistics import regression as reg
 
     monkeypatch.setattr(_threads, "thread_count", lambda: 2)
-    monkeypatch.setattr(reg, "thread_count", lambda: 2)
     m = Sphere(2)
     rng = np.random.default_rng(3)
     n = 3 * reg.ROWS_TIMES_PARAMETERS // 8 + 5

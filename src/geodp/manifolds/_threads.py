@@ -134,6 +134,14 @@ def _pool(workers: int, pid: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(workers, thread_name_prefix="geodp")
 
 
+def block_count(size: int, per_block: int) -> int:
+    """How many equal blocks ``size`` items are cut into, at most about ``per_block`` each: as
+    many as a multiple of the process's CPUs, so that every thread gets the same share."""
+    cpus = thread_count()
+    blocks = -(-size // max(1, per_block))
+    return -(-blocks // cpus) * cpus
+
+
 def _run_blocks(task: Callable[[int, int], object], size: int, row_bytes: int) -> list:
     """task(lo, hi) over consecutive blocks covering range(size), in order: equal blocks of at
     most about BLOCK_BYTES, as many as a multiple of the process's CPUs, so that every thread
@@ -142,9 +150,7 @@ def _run_blocks(task: Callable[[int, int], object], size: int, row_bytes: int) -
     equal blocks). The blocks do not depend on the load, only the number of threads running them
     does: a sum over blocks adds in the same order on a busy machine and an idle one, so a seeded
     release is reproducible to the last bit."""
-    cpus = thread_count()
-    blocks = -(-size // max(1, BLOCK_BYTES // max(row_bytes, 1)))
-    rows = -(-size // (-(-blocks // cpus) * cpus))
+    rows = -(-size // block_count(size, BLOCK_BYTES // max(row_bytes, 1)))
     bounds = list(range(0, size, rows)) + [size]
     threads, blas = _budget()
     workers = min(threads, len(bounds) - 1)

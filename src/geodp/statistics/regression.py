@@ -10,7 +10,7 @@ import numpy as np
 from collections.abc import Callable
 
 from ..chunked import ChunkedSample, is_chunked
-from ..manifolds._threads import map_parts, thread_count
+from ..manifolds._threads import block_count, map_parts
 from ..manifolds.base import Array, Manifold, manifold_first
 from .frechet import ARMIJO, ConvergenceWarning, frechet_mean
 
@@ -129,8 +129,7 @@ class RegressionSample:
         if self._chunked is None:
             if n * max(1, batch) < ROWS_TIMES_PARAMETERS:
                 return kernel(self.x, self.y)
-            cpus = thread_count()
-            cut = np.linspace(0, n, cpus * -(-n // (cpus * rows)) + 1).astype(int)
+            cut = np.linspace(0, n, block_count(n, rows) + 1).astype(int)
             parts = map_parts(lambda i: kernel(self.x[cut[i]:cut[i + 1]], self.y[cut[i]:cut[i + 1]]),
                               list(range(len(cut) - 1)))
             share = np.diff(cut) / n

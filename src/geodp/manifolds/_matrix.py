@@ -250,22 +250,24 @@ def _redo(a: Array, out, bad: Array, fn: Callable):
     return out
 
 
-def eigh(a: Array) -> tuple[Array, Array]:
-    """Eigenvalues (ascending) and orthonormal eigenvectors of the symmetric part of a."""
+def eigh(a: Array, symmetric: bool = False) -> tuple[Array, Array]:
+    """Eigenvalues (ascending) and orthonormal eigenvectors of the symmetric part of a;
+    ``symmetric`` says a is exactly symmetric already (as ``whiten`` returns it), so LAPACK reads
+    it as it is, without the pass that symmetrises a copy."""
     a = np.asarray(a, dtype=float)
     n = a.shape[-1]
     if _closed_form(a):
         w, v = _eigh_2x2(a) if n == 2 else _eigh_3x3(a)
         return _redo(a, (w, v), _ill(w), lambda x: np.linalg.eigh(sym(x)))
-    return _lapack(np.linalg.eigh, sym(a))
+    return _lapack(np.linalg.eigh, a if symmetric else sym(a))
 
 
-def eigvalsh(a: Array) -> Array:
-    """Eigenvalues (ascending) of the symmetric part of a."""
+def eigvalsh(a: Array, symmetric: bool = False) -> Array:
+    """Eigenvalues (ascending) of the symmetric part of a (``symmetric``: as for ``eigh``)."""
     a = np.asarray(a, dtype=float)
     n = a.shape[-1]
     if not _closed_form(a):
-        return _lapack(np.linalg.eigvalsh, sym(a))
+        return _lapack(np.linalg.eigvalsh, a if symmetric else sym(a))
     if n == 2:
         p, q, r = a[..., 0, 0], 0.5 * (a[..., 0, 1] + a[..., 1, 0]), a[..., 1, 1]
         rad = np.hypot(0.5 * (p - r), q)
@@ -470,8 +472,10 @@ def cholesky(a: Array) -> tuple[Array, Array]:
 
 
 def matmul(a: Array, b: Array) -> Array:
-    """a @ b; a single matrix against a batch of ``STACKED_MIN_BATCH`` or more runs as one BLAS
-    product on the stacked rows (below, the copies cost more than they save)."""
+    """a @ b; a batch times a single matrix on the right, for ``STACKED_MIN_BATCH`` matrices or
+    more, runs as one BLAS product on the stacked rows (below, the copy costs more than it saves).
+    A single matrix on the left stays with NumPy's stacked matmul, 1.3-5x faster there than a
+    product on transposed stacked rows (n = 4..32, 300 to 20,000 matrices)."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if max(a.size, b.size) < STACKED_MIN_BATCH * a.shape[-1] * b.shape[-1]:
         return a @ b
@@ -481,9 +485,6 @@ def matmul(a: Array, b: Array) -> Array:
         return matmul(a.reshape(a.shape[-2:]), b).reshape(shape)
     if b.ndim > 2 and b.size == b.shape[-1] * b.shape[-2]:
         return matmul(a, b.reshape(b.shape[-2:])).reshape(shape)
-    if a.ndim == 2 and b.ndim > 2:
-        bt = np.ascontiguousarray(np.swapaxes(b, -1, -2))
-        return np.swapaxes((bt.reshape(-1, n) @ a.T).reshape(bt.shape[:-1] + (a.shape[0],)), -1, -2)
     if b.ndim == 2 and a.ndim > 2:
         a = np.ascontiguousarray(a)
         return (a.reshape(-1, n) @ b).reshape(a.shape[:-1] + (b.shape[1],))
@@ -595,14 +596,13 @@ def whiten(l: Array, x: Array) -> Array:
     stable, unlike a product with an explicit inverse, which loses digits when L is
     ill-conditioned). Entry by entry for n <= 3; batched solves otherwise (for one L: sym of
     L^-1 X^T L^-T, the same matrix, since the congruence is linear and commutes with transposes;
-    for one ``WELL_CONDITIONED`` L, products with L^-T instead)."""
+    for one ``WELL_CONDITIONED`` L, products with L^-1 and L^-T instead)."""
     l, x = np.asarray(l, dtype=float), np.asarray(x, dtype=float)
     n = l.shape[-1]
     if n > 3 and l.ndim == 2:
-        linv_t = np.linalg.inv(l).T
-        if np.linalg.norm(l) * np.linalg.norm(linv_t) <= WELL_CONDITIONED:
-            z = (np.reshape(x, (-1, n)) @ linv_t).reshape(x.shape)  # X L^-T, one GEMM
-            return sym((np.swapaxes(z, -1, -2).reshape(-1, n) @ linv_t).reshape(x.shape))
+        linv = np.linalg.inv(l)
+        if np.linalg.norm(l) * np.linalg.norm(linv) <= WELL_CONDITIONED:  # L^-1 (X L^-T)
+            return sym(linv @ (np.reshape(x, (-1, n)) @ linv.T).reshape(x.shape))
         z = _solve_right_transposed(l, np.array(x, order="C"))  # X L^-T; its transpose is L^-1 X^T
         return sym(_solve_right_transposed(l, np.ascontiguousarray(np.swapaxes(z, -1, -2))))
     if n > 3:

@@ -126,13 +126,25 @@ def test_daleckii_krein_matches_finite_differences(kind, gap):
     assert np.allclose(analytic, numeric, atol=1e-7)
 
 
-def test_matmul_fast_paths_agree_with_numpy():
+@pytest.mark.parametrize("batch", [(5, 4), (2, mx.STACKED_MIN_BATCH)])
+def test_matmul_fast_paths_agree_with_numpy(batch):
     rng = np.random.default_rng(0)
-    a, b = rng.standard_normal((3, 3)), rng.standard_normal((5, 4, 3, 3))
+    a, b = rng.standard_normal((5, 5)), rng.standard_normal(batch + (5, 5))
     assert np.allclose(mx.matmul(a, b), a @ b)
     assert np.allclose(mx.matmul(b, a), b @ a)
+    assert np.allclose(mx.matmul(np.swapaxes(b, -1, -2), a), np.swapaxes(b, -1, -2) @ a)
     assert np.allclose(mx.matmul(a[None, None], b), a @ b)
     assert np.allclose(mx.matmul(b, b), b @ b)
+
+
+def test_eigh_of_symmetric_input_skips_only_the_symmetrising_copy():
+    rng = np.random.default_rng(3)
+    a = mx.sym(random_sym(rng, 6, 40, False))  # exactly symmetric: sym(a) == a
+    for got, ref in ((mx.eigh(a, symmetric=True), mx.eigh(a)),
+                     ((mx.eigvalsh(a, symmetric=True),), (mx.eigvalsh(a),))):
+        assert all(np.array_equal(g, r) for g, r in zip(got, ref))
+    skew = a + 1e-3 * np.triu(rng.standard_normal(a.shape), 1)
+    assert np.allclose(mx.eigvalsh(skew), np.linalg.eigvalsh(mx.sym(skew)), rtol=0, atol=1e-12)
 
 
 def test_threaded_lapack_path_matches_single_call():

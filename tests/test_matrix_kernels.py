@@ -216,10 +216,11 @@ def _mp_expm_whitened_error(a: np.ndarray, e: np.ndarray) -> float:
 
 @pytest.mark.parametrize("n", [4, 7, 16])
 @pytest.mark.parametrize("radius", [1e-9, 0.2, 2.0, 7.9])
-def test_taylor_exponential_matches_high_precision(n, radius):
+def test_taylor_exponential_matches_high_precision(n, radius, monkeypatch):
     """Scaling and squaring of the Taylor polynomial is exact to rounding against mpmath inside
     its radius (a spread of up to 16 in the eigenvalues, a mean shift of 3), and as accurate as
     the eigendecomposition there."""
+    monkeypatch.setattr(mx, "EXPM_EIGH_MAX_ENTRIES", 0)  # the Taylor route even for 3 matrices
     rng = np.random.default_rng(n)
     a = random_sym(rng, n, 3, False)
     a = a / np.linalg.norm(a, axis=(1, 2))[:, None, None] * radius + 3.0 * np.eye(n)
@@ -232,10 +233,11 @@ def test_taylor_exponential_matches_high_precision(n, radius):
     assert np.array_equal(out, np.swapaxes(out, 1, 2))
 
 
-def test_taylor_exponential_falls_back_per_matrix_beyond_its_radius():
+def test_taylor_exponential_falls_back_per_matrix_beyond_its_radius(monkeypatch):
     """A batch mixing spectra inside and beyond TAYLOR_MAX_RADIUS: each matrix agrees with the
     eigendecomposition route, the far ones bit for bit (they take it); each matrix's result is
     the one it gets alone."""
+    monkeypatch.setattr(mx, "EXPM_EIGH_MAX_ENTRIES", 0)
     rng = np.random.default_rng(3)
     a = random_sym(rng, 5, 6, False)
     a -= np.trace(a, axis1=1, axis2=2)[:, None, None] / 5 * np.eye(5)
@@ -251,3 +253,36 @@ def test_taylor_exponential_falls_back_per_matrix_beyond_its_radius():
     assert np.all(err <= 1e-13)
     assert all(np.array_equal(out[i], mx.expm_sym(a[i:i + 1])[0]) for i in range(len(a)))
 
+
+def test_small_batches_exponentiate_by_eigendecomposition(monkeypatch):
+    """Below ``EXPM_EIGH_MAX_ENTRIES`` entries the eigendecomposition runs (cheaper there than
+    the Taylor route's fixed cost); the two routes agree to rounding."""
+    rng = np.random.default_rng(11)
+    a = random_sym(rng, 8, 4, False)
+    a = a / np.linalg.norm(a, axis=(1, 2))[:, None, None] * 2.0
+    assert a.size < mx.EXPM_EIGH_MAX_ENTRIES
+    small = mx.expm_sym(a)
+    w, v = mx.eigh(mx.sym(a))
+    assert np.array_equal(small, mx.sym(mx.from_eig(np.exp(w), v)))
+    monkeypatch.setattr(mx, "EXPM_EIGH_MAX_ENTRIES", 0)
+    taylor = mx.expm_sym(a)
+    assert not np.array_equal(taylor, small)
+    err = np.linalg.norm(taylor - small, axis=(1, 2)) / np.linalg.norm(small, axis=(1, 2))
+    assert np.all(err <= 1e-13)
+
+
+def test_few_small_matrices_whiten_as_larger_ones(monkeypatch):
+    """Below ``CLOSED_FORM_MIN_BATCH`` matrices, n <= 3 whitens by the products (or solves) of
+    n >= 4, cheaper there than the entry-by-entry substitution; both agree to rounding."""
+    monkeypatch.setattr(mx, "CLOSED_FORM_MIN_BATCH", 128)  # the library's threshold
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((5, 3, 3))
+    x = np.einsum("nij,nkj->nik", x, x) + np.eye(3)
+    l = np.linalg.cholesky(x[0])  # well conditioned: the products route
+    linv = np.linalg.inv(l)
+    products = mx.sym(linv @ (x.reshape(-1, 3) @ linv.T).reshape(x.shape))
+    assert np.array_equal(mx.whiten(l, x), products)
+    monkeypatch.setattr(mx, "CLOSED_FORM_MIN_BATCH", 1)
+    entrywise = mx.whiten(l, x)
+    assert not np.array_equal(entrywise, products)
+    assert np.allclose(entrywise, products, rtol=0, atol=1e-13 * np.abs(products).max())

@@ -381,14 +381,24 @@ def _taylor_expm(a: Array, squarings: Array) -> Array:
     return out
 
 
+#: Batches of fewer entries than this take the eigendecomposition whole: below it the Taylor
+#: route's fixed cost (some 25 NumPy calls, 80-110 us) exceeds LAPACK's (measured break-even: 80
+#: SPD(4), 15 SPD(8), 4 SPD(16) and 2 SPD(28) matrices).
+EXPM_EIGH_MAX_ENTRIES = 1024
+
+
 def expm_sym(a: Array) -> Array:
     """Matrix exponential of symmetric matrices (n > 3): e^c exp(a - c I), c the mean eigenvalue,
     by scaling and squaring of the Taylor polynomial (``_taylor_expm``: matrix products only,
     several times cheaper than an eigendecomposition for n >= 4) where the shifted spectrum lies
-    within ``TAYLOR_MAX_RADIUS``; the eigendecomposition elsewhere. Every choice (route, number
-    of squarings) is made per matrix, so a matrix's result does not depend on the batch it comes
-    in: blocks over threads give the bits of one call."""
+    within ``TAYLOR_MAX_RADIUS``; the eigendecomposition elsewhere, and on batches of fewer than
+    ``EXPM_EIGH_MAX_ENTRIES`` entries. Beyond that size every choice (route, number of
+    squarings) is made per matrix, so blocks over threads (far larger) give the bits of one
+    call."""
     a = sym(a)
+    if a.size < EXPM_EIGH_MAX_ENTRIES:
+        w, v = eigh(a, symmetric=True)
+        return sym(from_eig(np.exp(w), v))
     n = a.shape[-1]
     c = np.trace(a, axis1=-2, axis2=-1) / n
     shifted = a - c[..., None, None] * np.eye(n)
@@ -583,29 +593,31 @@ def coords_to_sym(c: Array, n: int) -> Array:
 
 
 #: One factor L with ||L||_F ||L^-1||_F at most this (>= its condition number) whitens a batch
-#: by two matrix products with L^-T on the stacked rows (GEMM, which releases the interpreter, so
-#: the pool's threads run it in parallel; SciPy's triangular solve holds it); worse-conditioned
-#: factors keep forward substitution. Against 50-digit mpmath on SPD(5) distances, both routes
-#: erred alike (1e-15 relative at condition 1e2, 5e-14-9e-14 at 1e4, 1e-9 at 1e8, graded or
-#: rotated), so the bound is a margin, not a measured limit.
+#: by matrix products, X L^-T on the stacked rows and then L^-1 on the left (both release the
+#: interpreter, so the pool's threads run them in parallel; SciPy's triangular solve holds it);
+#: worse-conditioned factors keep forward substitution. Against 50-digit mpmath on SPD(5)
+#: distances, both routes erred alike (1e-15 relative at condition 1e2, 5e-14-9e-14 at 1e4,
+#: 1e-9 at 1e8, graded or rotated), so the bound is a margin, not a measured limit.
 WELL_CONDITIONED = 1e4
 
 
 def whiten(l: Array, x: Array) -> Array:
     """L^-1 sym(X) L^-T for lower-triangular L, by forward substitution (componentwise backward
     stable, unlike a product with an explicit inverse, which loses digits when L is
-    ill-conditioned). Entry by entry for n <= 3; batched solves otherwise (for one L: sym of
+    ill-conditioned). Entry by entry for n <= 3 on batches of ``CLOSED_FORM_MIN_BATCH`` or more;
+    batched solves otherwise (for one L: sym of
     L^-1 X^T L^-T, the same matrix, since the congruence is linear and commutes with transposes;
     for one ``WELL_CONDITIONED`` L, products with L^-1 and L^-T instead)."""
     l, x = np.asarray(l, dtype=float), np.asarray(x, dtype=float)
     n = l.shape[-1]
-    if n > 3 and l.ndim == 2:
+    lapack = n > 3 or math.prod(np.broadcast_shapes(l.shape[:-2], x.shape[:-2])) < CLOSED_FORM_MIN_BATCH
+    if lapack and l.ndim == 2:
         linv = np.linalg.inv(l)
         if np.linalg.norm(l) * np.linalg.norm(linv) <= WELL_CONDITIONED:  # L^-1 (X L^-T)
             return sym(linv @ (np.reshape(x, (-1, n)) @ linv.T).reshape(x.shape))
         z = _solve_right_transposed(l, np.array(x, order="C"))  # X L^-T; its transpose is L^-1 X^T
         return sym(_solve_right_transposed(l, np.ascontiguousarray(np.swapaxes(z, -1, -2))))
-    if n > 3:
+    if lapack:
         shape = np.broadcast_shapes(l.shape, x.shape)
         lb = np.broadcast_to(l, shape)
         y = _lapack_solve(lb, np.broadcast_to(sym(x), shape))

@@ -309,7 +309,8 @@ class AffineInvariantSPD(SPD):
         p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
         if p.shape[:-2] != q.shape[:-2] and min(p.ndim, q.ndim) == 2:
             base, other = (p, q) if p.ndim == 2 else (q, p)
-            return _log_norm(mx.eigvalsh(mx.whiten(mx.cholesky(base)[0], other), symmetric=True))
+            l = np.linalg.cholesky(mx.sym(base))  # whiten forms its inverse itself
+            return _log_norm(mx.eigvalsh(mx.whiten(l, other), symmetric=True))
         p, q = np.broadcast_arrays(p, q)
         lp, lq = _cholesky_or_nan(p), _cholesky_or_nan(q)
         rp, rq = _diag_ratio(lp), _diag_ratio(lq)

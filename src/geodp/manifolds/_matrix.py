@@ -605,9 +605,9 @@ def whiten(l: Array, x: Array) -> Array:
     """L^-1 sym(X) L^-T for lower-triangular L, by forward substitution (componentwise backward
     stable, unlike a product with an explicit inverse, which loses digits when L is
     ill-conditioned). Entry by entry for n <= 3 on batches of ``CLOSED_FORM_MIN_BATCH`` or more;
-    batched solves otherwise (for one L: sym of
-    L^-1 X^T L^-T, the same matrix, since the congruence is linear and commutes with transposes;
-    for one ``WELL_CONDITIONED`` L, products with L^-1 and L^-T instead)."""
+    batched solves otherwise (for one L: sym of L^-1 X^T L^-T, the same matrix, since the
+    congruence is linear and commutes with transposes; for one ``WELL_CONDITIONED`` L, products
+    with L^-1 and L^-T instead)."""
     l, x = np.asarray(l, dtype=float), np.asarray(x, dtype=float)
     n = l.shape[-1]
     lapack = n > 3 or math.prod(np.broadcast_shapes(l.shape[:-2], x.shape[:-2])) < CLOSED_FORM_MIN_BATCH

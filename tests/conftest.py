@@ -23,6 +23,8 @@ MANIFOLDS = {
     "hyperbolic4_k05": Hyperbolic(4, curvature=-0.5),
     "spd2": SPD(2),
     "spd3": SPD(3),
+    "spd5": SPD(5),
+    "spd8": SPD(8),
     "spd4_logeuclid": SPD(4, metric="log-euclidean"),
     "spd3_logeuclid": SPD(3, metric="log-euclidean"),
     "kendall3": KendallShape(3),

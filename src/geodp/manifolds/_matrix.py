@@ -410,7 +410,7 @@ def expm_sym(a: Array) -> Array:
     out = np.empty(a.shape)
     if np.any(taylor):
         out[taylor] = _taylor_expm(shifted[taylor], squarings[taylor]) * np.exp(c[taylor])[:, None, None]
-    w, v = eigh(a[~taylor])
+    w, v = eigh(a[~taylor], symmetric=True)
     out[~taylor] = from_eig(np.exp(w), v)
     return sym(out)
 
@@ -527,7 +527,7 @@ def congruence(l: Array, x: Array, lower: bool = False) -> Array:
     xs = [[xe[i, j] if i == j else 0.5 * (xe[i, j] + xe[j, i]) for j in range(n)] for i in range(n)]
     span = (lambda i: range(i + 1)) if lower else (lambda i: range(n))
     lx = [[reduce(np.add, (le[i, k] * xs[k][j] for k in span(i))) for j in range(n)] for i in range(n)]
-    out = np.empty((n, n) + np.broadcast_shapes(l.shape[:-2], x.shape[:-2]))
+    out = np.empty((n, n) + batch)
     for i in range(n):
         for j in range(i + 1):
             out[i, j] = out[j, i] = reduce(np.add, (lx[i][k] * le[j, k] for k in span(j)))
@@ -610,7 +610,8 @@ def whiten(l: Array, x: Array) -> Array:
     with L^-1 and L^-T instead)."""
     l, x = np.asarray(l, dtype=float), np.asarray(x, dtype=float)
     n = l.shape[-1]
-    lapack = n > 3 or math.prod(np.broadcast_shapes(l.shape[:-2], x.shape[:-2])) < CLOSED_FORM_MIN_BATCH
+    batch = np.broadcast_shapes(l.shape[:-2], x.shape[:-2])
+    lapack = n > 3 or math.prod(batch) < CLOSED_FORM_MIN_BATCH
     if lapack and l.ndim == 2:
         linv = np.linalg.inv(l)
         if np.linalg.norm(l) * np.linalg.norm(linv) <= WELL_CONDITIONED:  # L^-1 (X L^-T)
@@ -638,7 +639,7 @@ def whiten(l: Array, x: Array) -> Array:
 
     y = forward(xs)
     z = forward([[y[j][i] for j in range(n)] for i in range(n)])
-    out = np.empty((n, n) + np.broadcast_shapes(l.shape[:-2], x.shape[:-2]))
+    out = np.empty((n, n) + batch)
     for i in range(n):
         for j in range(i + 1):
             out[i, j] = out[j, i] = 0.5 * (z[i][j] + z[j][i])

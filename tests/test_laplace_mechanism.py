@@ -70,7 +70,7 @@ def test_exact_radial_law_matches_numerical_cdf(name):
         assert res.pvalue > ALPHA, (name, scale, res)
 
 
-@pytest.mark.parametrize("name", ISOTROPIC + ["spd2", "spd3"])
+@pytest.mark.parametrize("name", ISOTROPIC + ["spd2", "spd3", "spd5"])
 def test_direction_is_uniform(name):
     m = MANIFOLDS[name]
     if m.dim < 2:

@@ -354,36 +354,60 @@ def funcm(a: Array, f: Callable[[Array], Array]) -> Array:
 #: result; measured against 60-digit references up to a spread of 30); beyond, the
 #: eigendecomposition keeps the behaviour it always had.
 TAYLOR_MAX_RADIUS = 8.0
-#: Scaled matrices have spectral radius <= TAYLOR_THETA, where the degree-12 Taylor remainder
-#: theta^13 / 13! e^theta ~ 3e-18 is below rounding.
-TAYLOR_THETA = 0.25
-TAYLOR_DEGREE = 12
+#: Degree of the Taylor polynomial, and the spectral radius TAYLOR_THETA to which matrices are
+#: scaled before it: there its remainder relative to exp, theta^17 / 17! e^(2 theta) (a negative
+#: eigenvalue is the worst case), is 2^-53, below rounding.
+TAYLOR_DEGREE = 16
+TAYLOR_THETA = 0.75
+#: Paterson-Stockmeyer block size: T_16 as a polynomial of degree 4 in A^4 whose coefficients
+#: are cubics in A (Paterson & Stockmeyer 1973; Higham, Functions of Matrices, sec. 4.2).
+TAYLOR_BLOCK = 4
 
 
-def _taylor_expm(a: Array, squarings: Array) -> Array:
-    """exp(a) = (T_12(a / 2^s))^(2^s), T_12 the degree-12 Taylor polynomial by Horner's rule
-    (eleven matrix products; the constant terms touch only the diagonal), then s squarings, s
-    per matrix: one Horner pass over the whole batch, then rounds squaring the matrices that
-    still need it (each matrix sees the same products as it would alone)."""
-    a = a * (0.5**squarings)[..., None, None]
-    coefficients = 1.0 / np.cumprod(np.r_[1.0, np.arange(1.0, TAYLOR_DEGREE + 1)])
-    out = a * coefficients[-1]
-    np.einsum("...ii->...i", out)[...] += coefficients[-2]  # a view of the diagonals
-    for c in coefficients[-3::-1]:
-        out = out @ a
-        np.einsum("...ii->...i", out)[...] += c
+def _taylor_expm(a: Array) -> Array:
+    """exp(a) = (T_16(a / 2^s))^(2^s), s per matrix, for symmetric a (overwritten).
+
+    The scaling uses the bound rho(a) <= |a^4|_F^(1/4) (within n^(1/8) of the spectral radius,
+    where |a|_F can be sqrt(n) above it), so s = ceil(log2(|a^4|_F^(1/4) / TAYLOR_THETA)).
+    T_16(x) = B_0 + x^4 (B_1 + x^4 (B_2 + x^4 (B_3 + x^4 / 16!))), B_j = sum_i x^i / (4j + i)!
+    for i < 4: six matrix products (a^2, a^4, x^3 and three in Horner's rule on x^4; scaling by
+    a power of two is exact, so x^2 and x^4 are the scaled a^2 and a^4), where Horner's rule on
+    x takes fifteen. Then s squarings, in rounds that square the matrices still needing one
+    (the whole batch, keeping those squares, when they are at least half of it): each matrix
+    sees the products it would see alone. Terms accumulate in two reused buffers, since fresh
+    megabyte temporaries cost a page fault per 4 KiB."""
+    a2 = a @ a
+    a4 = a2 @ a2
+    with np.errstate(over="ignore"):
+        bound = np.sqrt(np.sqrt(np.sqrt(frob(a4, a4))))
+    squarings = np.ceil(np.log2(np.maximum(bound, TAYLOR_THETA) / TAYLOR_THETA))
+    scale = (0.5**squarings)[..., None, None]
+    a *= scale
+    a2 *= scale * scale
+    a4 *= (scale * scale)**2
+    powers = [None, a, a2, a2 @ a]
+    c = 1.0 / np.cumprod(np.r_[1.0, np.arange(1.0, TAYLOR_DEGREE + 1)])
+    out, spare = np.multiply(a4, c[TAYLOR_DEGREE]), np.empty_like(a)
+    for j in range(TAYLOR_DEGREE // TAYLOR_BLOCK - 1, -1, -1):
+        if j < TAYLOR_DEGREE // TAYLOR_BLOCK - 1:
+            out, spare = np.matmul(a4, out, out=spare), out
+        for i in range(TAYLOR_BLOCK - 1, 0, -1):  # out += B_j(x)
+            out += np.multiply(powers[i], c[TAYLOR_BLOCK * j + i], out=spare)
+        np.einsum("...ii->...i", out)[...] += c[TAYLOR_BLOCK * j]  # a view of the diagonals
     for k in range(int(np.max(squarings, initial=0))):
         more = squarings > k
         if np.all(more):
-            out = out @ out
+            out, spare = np.matmul(out, out, out=spare), out
+        elif 2 * np.count_nonzero(more) >= more.size:  # square all, keep the squares of most
+            np.copyto(out, np.matmul(out, out, out=spare), where=more[..., None, None])
         else:
             out[more] = out[more] @ out[more]
     return out
 
 
 #: Batches of fewer entries than this take the eigendecomposition whole: below it the Taylor
-#: route's fixed cost (some 25 NumPy calls, 80-110 us) exceeds LAPACK's (measured break-even: 80
-#: SPD(4), 15 SPD(8), 4 SPD(16) and 2 SPD(28) matrices).
+#: route's fixed cost (some 35 NumPy calls) exceeds LAPACK's (measured break-even: 64 SPD(4),
+#: 16-30 SPD(8), 4-10 SPD(16) and 2 SPD(28) matrices).
 EXPM_EIGH_MAX_ENTRIES = 1024
 
 
@@ -402,14 +426,12 @@ def expm_sym(a: Array) -> Array:
     n = a.shape[-1]
     c = np.trace(a, axis1=-2, axis2=-1) / n
     shifted = a - c[..., None, None] * np.eye(n)
-    radius = np.sqrt(frob(shifted, shifted))
-    squarings = np.ceil(np.log2(np.maximum(radius, TAYLOR_THETA) / TAYLOR_THETA))
-    taylor = radius <= TAYLOR_MAX_RADIUS
+    taylor = frob(shifted, shifted) <= TAYLOR_MAX_RADIUS**2
     if np.all(taylor):
-        return sym(_taylor_expm(shifted, squarings) * np.exp(c)[..., None, None])
+        return sym(_taylor_expm(shifted) * np.exp(c)[..., None, None])
     out = np.empty(a.shape)
     if np.any(taylor):
-        out[taylor] = _taylor_expm(shifted[taylor], squarings[taylor]) * np.exp(c[taylor])[:, None, None]
+        out[taylor] = _taylor_expm(shifted[taylor]) * np.exp(c[taylor])[:, None, None]
     w, v = eigh(a[~taylor], symmetric=True)
     out[~taylor] = from_eig(np.exp(w), v)
     return sym(out)

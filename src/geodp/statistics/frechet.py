@@ -25,6 +25,19 @@ ARMIJO = 1e-4
 #: Relative accuracy assumed of F: below it a decrease cannot be seen, and a step that shrinks
 #: the gradient without raising F beyond it is kept (near the minimum, where F is flat).
 F_ACCURACY = 1e-10
+
+
+def sufficient_decrease(new_value: Array, new_gnorm: Array, reference: Array, value: Array,
+                        gnorm: Array, decrease: Array) -> Array:
+    """Armijo's test of a trial step: F falls below ``reference`` (F now, or the largest of the
+    last few values) by ``decrease``; or, where the decrease asked for is below the accuracy of F
+    (``F_ACCURACY`` relative), the step does not raise F beyond that accuracy and shrinks the
+    gradient, so that rounding in F cannot stall a descent near its minimum."""
+    noise = F_ACCURACY * np.abs(value)
+    return (new_value <= reference - decrease) | (
+        (decrease <= noise) & (new_value <= value + noise) & (new_gnorm < gnorm))
+
+
 #: Number of past values of F the nonmonotone Armijo test compares against (Grippo, Lampariello
 #: & Lucidi 1986): Barzilai-Borwein steps may raise F for a step or two on their way down.
 MEMORY = 5
@@ -157,12 +170,9 @@ def frechet_mean(manifold: Manifold, points: Array, weights: Array | None = None
             it += 1
             trial = np.where(expand(active), manifold.exp(m, expand(t) * direction), m)
             new_grad, new_value, new_gnorm, new_direction, new_slope = evaluate(trial)
-            decrease = ARMIJO * t * slope
-            noise = F_ACCURACY * np.abs(value)
-            reference = np.max(history[-MEMORY:], axis=0)
-            ok = active & np.isfinite(new_value) & np.isfinite(new_gnorm) & (
-                (new_value <= reference - decrease)
-                | ((decrease <= noise) & (new_value <= value + noise) & (new_gnorm < gnorm)))
+            ok = active & np.isfinite(new_value) & np.isfinite(new_gnorm) & sufficient_decrease(
+                new_value, new_gnorm, np.max(history[-MEMORY:], axis=0), value, gnorm,
+                ARMIJO * t * slope)
             if newton:
                 t = np.where(ok, step, np.where(active, 0.5 * t, t))
             else:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from ..chunked import ChunkedSample, is_chunked
 from ..manifolds._threads import block_count, map_parts
 from ..manifolds.base import Array, Manifold, manifold_first
-from .frechet import ARMIJO, ConvergenceWarning, frechet_mean
+from .frechet import ARMIJO, ConvergenceWarning, frechet_mean, sufficient_decrease
 
 
 @dataclass(frozen=True)
@@ -196,7 +196,8 @@ def geodesic_regression(manifold: Manifold, x: Array, y: Array, init: tuple[Arra
     ``regression_gradient``) by Riemannian gradient descent on the tangent bundle: p moves to
     Exp_p(-t d_p) and v is parallel transported along that move after its own step, with the
     Gauss-Newton preconditioner of the covariates and Armijo backtracking on E, so every accepted
-    step decreases E. Stops when the norm of the gradient falls below ``tol`` times
+    step decreases E (or, where the decrease is below the accuracy of E, keeps E to that accuracy
+    and shrinks the gradient: ``sufficient_decrease``). Stops when the norm of the gradient falls below ``tol`` times
     max(1, sqrt(2 E)); returns unconverged with a ``ConvergenceWarning`` otherwise.
 
     Parameters
@@ -235,8 +236,8 @@ def fit_regression(manifold: Manifold, data: RegressionSample, init: tuple[Array
     gp, gv, energy = gradient(p, v)
     energy = float(energy)
     step, it, converged = 1.0, 0, False
+    gnorm = bundle_norm(manifold, p, gp, gv)
     for it in range(1, max_iter + 1):
-        gnorm = bundle_norm(manifold, p, gp, gv)
         if gnorm <= tol * max(1.0, np.sqrt(2.0 * energy)):
             converged = True
             break
@@ -247,14 +248,15 @@ def fit_regression(manifold: Manifold, data: RegressionSample, init: tuple[Array
             p_new = manifold.exp(p, -step * dp)
             v_new = manifold.to_tangent(p_new, manifold.transport(p, p_new, v - step * dv))
             gp_new, gv_new, e_new = gradient(p_new, v_new)
-            if e_new <= energy - ARMIJO * step * slope or step < 1e-12:
+            gnorm_new = bundle_norm(manifold, p_new, gp_new, gv_new)
+            if step < 1e-12 or sufficient_decrease(e_new, gnorm_new, energy, energy, gnorm,
+                                                   ARMIJO * step * slope):
                 break
             step *= 0.5
         if step < 1e-12:
             break
-        p, v, gp, gv, energy = p_new, v_new, gp_new, gv_new, float(e_new)
+        p, v, gp, gv, energy, gnorm = p_new, v_new, gp_new, gv_new, float(e_new), gnorm_new
         step = min(1.0, 2.0 * step)
-    gnorm = bundle_norm(manifold, p, gp, gv)
     converged = converged or gnorm <= tol * max(1.0, np.sqrt(2.0 * energy))
     if not converged:
         warnings.warn(f"geodesic regression stopped after {it} iterations with gradient norm "

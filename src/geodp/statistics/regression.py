@@ -197,8 +197,9 @@ def geodesic_regression(manifold: Manifold, x: Array, y: Array, init: tuple[Arra
     Exp_p(-t d_p) and v is parallel transported along that move after its own step, with the
     Gauss-Newton preconditioner of the covariates and Armijo backtracking on E, so every accepted
     step decreases E (or, where the decrease is below the accuracy of E, keeps E to that accuracy
-    and shrinks the gradient: ``sufficient_decrease``). Stops when the norm of the gradient falls below ``tol`` times
-    max(1, sqrt(2 E)); returns unconverged with a ``ConvergenceWarning`` otherwise.
+    and shrinks the gradient: ``sufficient_decrease``). Stops when the norm of the gradient falls
+    below ``tol`` times max(1, sqrt(2 E)); returns unconverged with a ``ConvergenceWarning``
+    otherwise.
 
     Parameters
     ----------

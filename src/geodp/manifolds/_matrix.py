@@ -382,9 +382,10 @@ def _taylor_expm(a: Array) -> Array:
         bound = np.sqrt(np.sqrt(np.sqrt(frob(a4, a4))))
     squarings = np.ceil(np.log2(np.maximum(bound, TAYLOR_THETA) / TAYLOR_THETA))
     scale = (0.5**squarings)[..., None, None]
+    scale2 = scale * scale
     a *= scale
-    a2 *= scale * scale
-    a4 *= (scale * scale)**2
+    a2 *= scale2
+    a4 *= scale2 * scale2
     powers = [None, a, a2, a2 @ a]
     c = 1.0 / np.cumprod(np.r_[1.0, np.arange(1.0, TAYLOR_DEGREE + 1)])
     out, spare = np.multiply(a4, c[TAYLOR_DEGREE]), np.empty_like(a)
@@ -405,6 +406,12 @@ def _taylor_expm(a: Array) -> Array:
     return out
 
 
+def _expm_eigh(a: Array) -> Array:
+    """exp of exactly symmetric matrices through their eigendecomposition."""
+    w, v = eigh(a, symmetric=True)
+    return from_eig(np.exp(w), v)
+
+
 #: Batches of fewer entries than this take the eigendecomposition whole: below it the Taylor
 #: route's fixed cost (some 35 NumPy calls) exceeds LAPACK's (measured break-even: 64 SPD(4),
 #: 16-30 SPD(8), 4-10 SPD(16) and 2 SPD(28) matrices).
@@ -421,8 +428,7 @@ def expm_sym(a: Array) -> Array:
     call."""
     a = sym(a)
     if a.size < EXPM_EIGH_MAX_ENTRIES:
-        w, v = eigh(a, symmetric=True)
-        return sym(from_eig(np.exp(w), v))
+        return sym(_expm_eigh(a))
     n = a.shape[-1]
     c = np.trace(a, axis1=-2, axis2=-1) / n
     shifted = a - c[..., None, None] * np.eye(n)
@@ -432,8 +438,7 @@ def expm_sym(a: Array) -> Array:
     out = np.empty(a.shape)
     if np.any(taylor):
         out[taylor] = _taylor_expm(shifted[taylor]) * np.exp(c[taylor])[:, None, None]
-    w, v = eigh(a[~taylor], symmetric=True)
-    out[~taylor] = from_eig(np.exp(w), v)
+    out[~taylor] = _expm_eigh(a[~taylor])
     return sym(out)
 
 

@@ -93,8 +93,8 @@ def test_cli_release_regression_on_the_trilobites(capsys):
                      "--v-max", "0.5", "--seed", "0"])
     assert code == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["guarantee"] == "1-DP" and set(out["value"]) == {"footpoint", "shooting_vector"}
-    assert out["diagnostics"]["x_range"] == [-4.0, 2.0]
+    assert out["guarantee"] == "1-DP (replace-one)" and set(out["value"]) == {"footpoint", "shooting_vector"}
+    assert out["parameters"]["x_range"] == [-4.0, 2.0] and "diagnostics_not_private" not in out
     assert main(["release", "regression", "cities", "--epsilon", "1", "--tau", "1", "--v-max", "1"]) == 2
     assert "no covariate" in capsys.readouterr().err
     assert main(["release", "regression", "trilobites", "--epsilon", "1", "--tau", "0.5",

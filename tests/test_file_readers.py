@@ -168,4 +168,4 @@ def test_release_json_carries_the_guarantee_as_numbers(capsys):
     assert main(["release", "mean", "digits-covariance", "--mechanism", "wrapped-gaussian",
                  "--mu", "1.5", "--seed", "0"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["guarantee_parameters"] == {"notion": "gdp", "mu": 1.5}
+    assert out["guarantee_parameters"] == {"notion": "gdp", "mu": 1.5, "relation": "replace-one"}

@@ -55,7 +55,7 @@ def test_kng_mean_is_exact_and_inside_the_ball(m):
     x = m.random_ball(center, 0.3, 100, rng)
     rel = geodp.private_frechet_mean(m, x, 1.0, center, 0.3, mechanism="kng", rng=2)
     assert rel.exact_sampler and m.dist(center, rel.value) <= 0.3
-    assert rel.guarantee.describe() == "1-DP"
+    assert rel.guarantee.describe() == "1-DP (replace-one)"
     assert rel.scale == pytest.approx(2 * kng_mean_sensitivity(m, 0.3, 100))
 
 
@@ -433,7 +433,7 @@ def test_private_regression_release_and_ledger(tmp_path, release):
     m.check_point(p)
     m.check_tangent(p, v)
     assert m.norm(p, v) <= 1.5
-    assert rel.guarantee.describe() == "1-DP"
+    assert rel.guarantee.describe() == "1-DP (replace-one)"
     assert len(ledger.history()) == 1 and ledger.spent()[0] == pytest.approx(1.0)
     if release == "joint":
         assert rel.sensitivity == pytest.approx(regression_sensitivity(m, 300, 0.3, 1.0, 1.5)["joint"])
@@ -441,7 +441,7 @@ def test_private_regression_release_and_ledger(tmp_path, release):
         # median 0.07-0.12 and maximum 0.74-0.87 (one release in ten beyond 0.2)
         assert m.dist(p, np.array([0, 0, 1.0])) < 1.0
     else:
-        assert rel.diagnostics["epsilon_footpoint"] + rel.diagnostics["epsilon_shooting_vector"] == 1.0
+        assert rel.parameters["epsilon_footpoint"] + rel.parameters["epsilon_shooting_vector"] == 1.0
     if not rel.exact_sampler:
         info = rel.diagnostics.get("sampler") or rel.diagnostics["sampler_footpoint"]
         assert {"r_hat", "ess"} <= set(info["mcmc"])

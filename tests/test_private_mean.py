@@ -66,8 +66,9 @@ def test_points_outside_the_ball_raise_or_are_clipped():
     x = m.random_ball(c, 0.3, 30, np.random.default_rng(0))
     far = m.exp(c, np.array([0.6, 0.0, 0.0]))
     x[:2] = far
-    with pytest.raises(ValueError, match="2 of 30 points lie outside .* distance 0.6"):
+    with pytest.raises(ValueError, match="2 of 30 points lie outside the ball of radius 0.4") as err:
         geodp.private_frechet_mean(m, x, 1.0, c, 0.4)
+    assert "0.6" not in str(err.value)  # no exact data statistic in a refusal
     with pytest.warns(UserWarning, match="2 of 30 records"):
         rel = geodp.private_frechet_mean(m, x, 1.0, c, 0.4, clip=True, rng=0)
     assert rel.diagnostics["clipped"] == {"records_clipped": 2, "fraction": 2 / 30}
@@ -90,7 +91,9 @@ def test_cli_release_mean_with_dataset_bound_and_ledger(tmp_path, capsys):
     main(["release", "mean", "digits-covariance", "--epsilon", "0.6", "--seed", "1",
           "--ledger", str(tmp_path / "b.db")])
     out = json.loads(capsys.readouterr().out)
-    assert out["guarantee"] == "0.6-DP" and out["exact_sampler"]
+    assert out["guarantee"] == "0.6-DP (replace-one)" and out["exact_sampler"]
+    assert out["relation"] == "replace-one" and "Theorem 2" in out["theorem"]
+    assert "diagnostics_not_private" not in out and "frechet_iterations" not in json.dumps(out)
     assert "public bound" in out["ball"]
     assert main(["release", "mean", "digits-covariance", "--epsilon", "0.6",
                  "--ledger", str(tmp_path / "b.db")]) == 2

@@ -208,26 +208,52 @@ def test_ledger_composes_gdp_releases_by_root_sum_of_squares(tmp_path):
 
 
 def test_ledger_mixes_notions_and_refuses_under_the_tight_composition(tmp_path):
+    ar = "add-remove"
     ledger = BudgetLedger(tmp_path / "mix.db", total_epsilon=3.0, total_delta=1e-6)
-    ledger.reserve(0.5, label="laplace mean")
+    ledger.reserve(PureDP(0.5, ar), label="laplace mean")
     ledger.reserve(SubsampledGaussian(1.1, 0.01, 500), label="dp-rgd")
-    ledger.reserve(ApproxDP(0.2, 1e-7))
+    ledger.reserve(ApproxDP(0.2, 1e-7, ar))
     eps, delta = ledger.spent()
-    assert delta == 1e-6
-    assert eps == pytest.approx(compose([PureDP(0.5), SubsampledGaussian(1.1, 0.01, 500),
-                                         ApproxDP(0.2, 1e-7)], 1e-6).epsilon)
+    assert delta == 1e-6 and ledger.relation().value == ar
+    assert eps == pytest.approx(compose([PureDP(0.5, ar), SubsampledGaussian(1.1, 0.01, 500),
+                                         ApproxDP(0.2, 1e-7, ar)], 1e-6).epsilon)
     # a pure release that basic composition would refuse fits under the tight one
-    extra = PureDP(3.0 - eps + 0.02)
-    parts = [PureDP(0.5), SubsampledGaussian(1.1, 0.01, 500), ApproxDP(0.2, 1e-7), extra]
+    extra = PureDP(3.0 - eps + 0.02, ar)
+    parts = [PureDP(0.5, ar), SubsampledGaussian(1.1, 0.01, 500), ApproxDP(0.2, 1e-7, ar), extra]
     assert compose(parts, 1e-6).epsilon <= 3.0
     ledger.reserve(extra)
     with pytest.raises(BudgetExceededError):
-        ledger.reserve(GDP(1.0))
+        ledger.reserve(GDP(1.0, ar))
     assert [e["guarantee"] for e in ledger.history()][:2] == [
-        "0.5-DP", SubsampledGaussian(1.1, 0.01, 500).describe()]
+        "0.5-DP (add-remove)", SubsampledGaussian(1.1, 0.01, 500).describe()]
+    assert {e["relation"] for e in ledger.history()} == {ar}
     pure_only = BudgetLedger(tmp_path / "pure.db", total_epsilon=3.0)
     with pytest.raises(BudgetExceededError, match="total_delta = 0"):
         pure_only.reserve(GDP(0.1))
+
+
+def test_ledger_states_mixed_relations_under_replace_one_by_group_privacy(tmp_path):
+    """The audit's ledger: sampling without replacement (replace-one), Poisson (add/remove) and a
+    replace-one 1-DP release were composed as one budget with no relation recorded."""
+    wor = SubsampledGaussian(1.1, 0.01, 500, "without_replacement")
+    poisson = SubsampledGaussian(1.1, 0.01, 500)
+    ledger = BudgetLedger(tmp_path / "mixed.db", total_epsilon=100.0, total_delta=1e-5)
+    for g in (wor, poisson, PureDP(1.0)):
+        ledger.reserve(g)
+    assert ledger.relation().value == "replace-one"
+    converted = compose([wor, poisson.to_replace_one(), PureDP(1.0)], 1e-5).epsilon
+    same_relation = compose([wor, SubsampledGaussian(1.1, 0.01, 500, "without_replacement"),
+                             PureDP(1.0)], 1e-5)
+    assert ledger.spent()[0] == pytest.approx(converted)
+    # the Poisson part costs more under replace-one than under its own relation
+    assert converted > compose([wor, PureDP(1.0)], 1e-5).epsilon + poisson.to_approx(1e-5).epsilon / 2
+    assert same_relation.relation.value == "replace-one"
+    # group privacy: epsilon-DP under add/remove is 2 epsilon-DP under replace-one, mu-GDP 2 mu
+    assert PureDP(0.7, "add-remove").to_replace_one() == PureDP(1.4)
+    assert GDP(0.5, "add-remove").to_replace_one() == GDP(1.0)
+    assert ApproxDP(1.0, 1e-6, "add-remove").to_replace_one().delta == pytest.approx(1e-6 * (1 + math.e))
+    with pytest.raises(ValueError, match="add-remove"):
+        SubsampledGaussian(1.1, 0.01, 5, "poisson", relation="replace-one")
 
 
 OLD_SCHEMA = """
@@ -253,8 +279,11 @@ def test_ledger_written_by_the_previous_version_is_migrated(tmp_path):
     con.executescript(OLD_SCHEMA)
     con.close()
     ledger = BudgetLedger(path)
-    assert ledger.spent() == pytest.approx((0.8, 1e-7))
-    assert [e["guarantee"] for e in ledger.history()] == ["0.5-DP", "(0.3, 1e-07)-DP"]
+    # entries of unknown relation are read as add/remove and stated under replace-one (group of
+    # two): a bound whichever relation they were released under
+    assert ledger.spent() == pytest.approx((1.6, (1 + math.exp(0.3)) * 1e-7))
+    assert [e["guarantee"] for e in ledger.history()] == ["1-DP (replace-one)",
+                                                          "(0.6, 2.35e-07)-DP (replace-one)"]
     ledger.reserve(GDP(0.1), label="new")
     assert BudgetLedger(path, 2.0, 1e-6).spent()[0] < 2.0
     assert len(ledger.history()) == 3

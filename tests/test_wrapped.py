@@ -166,9 +166,9 @@ def test_private_footpoint_spends_its_share_and_is_recorded(tmp_path):
     ledger = BudgetLedger(tmp_path / "l.db", total_epsilon=40.0, total_delta=1e-5)
     rel = geodp.private_frechet_mean(m, x, center=np.eye(3), radius=0.5, mechanism="wrapped-gaussian",
                                      mu=4.0, footpoint="private", ledger=ledger, rng=1)
-    fp = rel.diagnostics["private_footpoint"]
-    assert fp["subsample_size"] == 15 and fp["sampler"]["exact"]
-    assert rel.diagnostics["main_guarantee"] == GDP(np.sqrt(0.9) * 4.0).describe()
+    fp = rel.parameters["private_footpoint"]
+    assert fp["subsample_size"] == 15 and rel.diagnostics["private_footpoint_sampler"]["exact"]
+    assert rel.parameters["main_guarantee"] == GDP(np.sqrt(0.9) * 4.0).describe()
     assert rel.scale == pytest.approx(2 * 0.5 / 300 / (np.sqrt(0.9) * 4.0))
     assert ledger.spent() == pytest.approx((GDP(4.0).to_approx(1e-5).epsilon, 1e-5))
     assert "4-GDP" in ledger.history()[0]["guarantee"]
@@ -187,5 +187,5 @@ def test_cli_wrapped_gaussian_gdp(capsys):
     main(["release", "mean", "digits-covariance", "--mechanism", "wrapped-gaussian", "--mu", "1",
           "--seed", "3"])
     out = json.loads(capsys.readouterr().out)
-    assert out["guarantee"] == "1-GDP" and out["mechanism"] == "exponential-wrapped Gaussian"
+    assert out["guarantee"] == "1-GDP (replace-one)" and out["mechanism"] == "exponential-wrapped Gaussian"
     assert "delta=1e-05" in out["equivalent_guarantees"]

@@ -258,7 +258,7 @@ def cmd_release_mean(args: argparse.Namespace) -> None:
                                    footpoint_budget=args.footpoint_budget, steps=args.steps,
                                    lr=args.lr)
     emit({"manifold": repr(manifold), "data": args.data, "radius": radius,
-          "ball": origin, **rel.as_dict()})
+          "ball": origin, **rel.as_dict(diagnostics=args.diagnostics)})
 
 
 def read_regression(source: str, manifold: Manifold | None) -> tuple[np.ndarray, np.ndarray, Manifold,
@@ -316,7 +316,8 @@ def cmd_release_regression(args: argparse.Namespace) -> None:
                                       release=args.release, clip=args.clip, ledger=ledger,
                                       footpoint_budget=args.footpoint_budget,
                                       max_steps=args.max_steps)
-    emit({"manifold": repr(manifold), "data": args.data, "n": len(x), **rel.as_dict()})
+    emit({"manifold": repr(manifold), "data": args.data, "n": len(x),
+          **rel.as_dict(diagnostics=args.diagnostics)})
 
 
 def cmd_release_pca(args: argparse.Namespace) -> None:
@@ -328,7 +329,7 @@ def cmd_release_pca(args: argparse.Namespace) -> None:
     ledger = open_ledger(args.ledger)
     rel = private_pca(points, args.epsilon, args.delta, args.norm_bound, steps=args.steps,
                       lr=args.lr, clip_data=args.clip_data, rng=args.seed, ledger=ledger)
-    emit({"data": args.data, "dimension": points.shape[1], **rel.as_dict()})
+    emit({"data": args.data, "dimension": points.shape[1], **rel.as_dict(diagnostics=args.diagnostics)})
 
 
 def _audit_center(manifold: Manifold) -> np.ndarray:
@@ -519,6 +520,10 @@ DASK.add_argument("--workers", type=int, metavar="N",
 RELEASE = argparse.ArgumentParser(add_help=False, parents=[QUIET])
 RELEASE.add_argument("--ledger", help="budget ledger to charge (see 'geodp budget')")
 RELEASE.add_argument("--seed", type=int, help="seed for reproducible noise (default: OS entropy)")
+RELEASE.add_argument("--diagnostics", action="store_true",
+                     help="also print NON-PRIVATE diagnostics computed from the data without noise "
+                          "(clipped records, iterations, sampler acceptance, losses), under "
+                          "'diagnostics_not_private': for the data curator, never to publish")
 
 
 def build_parser() -> argparse.ArgumentParser:

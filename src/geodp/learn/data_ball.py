@@ -48,7 +48,8 @@ def enforce_ball(manifold: Manifold, points: Array | ChunkedSample, center: Arra
                  clip: bool) -> tuple[Array | ChunkedSample, int]:
     """Points inside B_radius(center), and how many were clipped.
 
-    Without ``clip`` a point outside raises ``ValueError`` naming how many and how far. With
+    Without ``clip`` a point outside raises ``ValueError`` naming how many (never how far: an
+    exact distance would let whoever sees the error probe an outlier at no privacy cost). With
     ``clip`` each such point moves along its geodesic from the center to the boundary,
     Exp_c(radius Log_c(x)/|Log_c(x)|): a fixed map applied to each record, so the sensitivity
     bound (and the guarantee) holds for the clipped data.
@@ -60,24 +61,20 @@ def enforce_ball(manifold: Manifold, points: Array | ChunkedSample, center: Arra
     check_representable(manifold, center, radius)
     chunked = isinstance(points, ChunkedSample)
     if chunked:
-        def outside_and_farthest(x: Array, w: Array) -> Array:
-            d = manifold.dist(center, manifold.check_point(x))
-            return np.array([np.sum(d > radius), np.max(d)])
+        def outside(x: Array, w: Array) -> int:
+            return int(np.sum(manifold.dist(center, manifold.check_point(x)) > radius))
 
-        count, farthest = points.reduce(
-            outside_and_farthest, lambda a, b: np.array([a[0] + b[0], max(a[1], b[1])]))
-        n, count = points.n, int(count)
+        n, count = points.n, int(points.reduce(outside, lambda a, b: a + b))
     else:
-        d = manifold.dist(center, points)
-        outside = d > radius
-        n, count, farthest = len(points), int(outside.sum()), float(d.max())
+        outside = manifold.dist(center, points) > radius
+        n, count = len(points), int(outside.sum())
     if count == 0:
         return points, 0
     if not clip:
         raise ValueError(
-            f"{count} of {n} points lie outside the ball of radius {radius:g} around the center "
-            f"(farthest at distance {farthest:.6g}); the sensitivity bound does not hold for them. "
-            f"Pass clip=True to move them onto the boundary, or choose a larger public radius")
+            f"{count} of {n} points lie outside the ball of radius {radius:g} around the center; "
+            f"the sensitivity bound does not hold for them. Pass clip=True to move them onto the "
+            f"boundary, or choose a larger public radius (fixed without looking at the data)")
     if chunked:
         clipped = points.map_points(lambda x: into_ball(manifold, x, center, radius)[0])
     else:

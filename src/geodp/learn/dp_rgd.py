@@ -3,12 +3,14 @@
 Algorithm 1 of Han, Mishra, Jawanpuria & Gao (DP Riemannian optimisation), made sound and tight:
 
 - each per-sample Riemannian gradient is clipped to norm ``clip`` in the metric at w_t (or the
-  caller states the geodesic Lipschitz bound L0 of the paper, checked at every step and recorded
-  as an assumption), so the sum over a batch has sensitivity clip (add/remove one record, Poisson
-  sampling) or 2 clip (replace one record, sampling without replacement);
+  caller states the geodesic Lipschitz bound L0 of the paper: checked at w_0 before any budget is
+  reserved, and enforced by clipping at L0 afterwards), so the sum over a batch has sensitivity
+  clip under add/remove neighbours (Poisson sampling, whose step divides by the public expected
+  batch size) and 2 clip under replace-one neighbours (a full batch, which divides by the public
+  n, or sampling without replacement);
 - the sum gets tangent-space Gaussian noise N_w(0, (z * sensitivity)^2) drawn exactly in
   orthonormal coordinates (``TangentGaussian``), and w_{t+1} = Exp_{w_t}(-eta_t zeta_t) with
-  zeta_t = (sum + noise) / b, b the expected batch size;
+  zeta_t = (sum + noise) / b, b the public divisor (batch_size, or n for a full batch);
 - the noise multiplier z is the smallest for which the T steps are (epsilon, delta)-DP by the
   accountant (PLD for Poisson sampling, RDP for sampling without replacement, the exact Gaussian
   composition for full batches), not the paper's sigma^2 = c T log(1/delta) L0^2 / (n^2 eps^2),
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -33,6 +36,7 @@ from ..manifolds.base import Array, as_generator, represents_distance
 from ..mechanisms.tangent_gaussian import TangentGaussian
 from ..privacy import BudgetLedger, SubsampledGaussian, gdp_mu, noise_multiplier_for
 from ..privacy.conversions import check_count, check_delta, check_positive
+from ..privacy.relation import Relation
 from ..progress import bar
 from ..chunked import ChunkedSample, is_chunked
 from .data_ball import check_representable, into_ball
@@ -51,22 +55,17 @@ def clipped_sum(manifold: Manifold, w: Array, g: Array, bound: float,
     """(sum_i g_i with each g_i scaled to norm <= bound in the metric at w, number scaled).
 
     Adding or removing a record changes the sum by one clipped gradient, of norm <= bound;
-    replacing one changes it by at most 2 bound. With ``lipschitz=True`` nothing is scaled: a
-    gradient above the stated bound raises ``LipschitzViolation``.
+    replacing one changes it by at most 2 bound. A non-finite gradient contributes zero (and is
+    counted), so one malformed record can neither abort the release nor exceed the bound. With
+    ``lipschitz=True`` the bound is the caller's Lipschitz constant: gradients above it (beyond
+    rounding) are scaled to it and counted, so the guarantee holds even where the stated bound
+    fails; the count is a non-private diagnostic.
     """
     norms = manifold.norm(w, g)
-    if not np.all(np.isfinite(norms)):
-        raise ValueError("per_sample_grad returned non-finite gradients")
-    over = norms > bound * (1 + 1e-9 if lipschitz else 1.0)
-    if lipschitz:
-        if np.any(over):
-            raise LipschitzViolation(
-                f"a per-record gradient has norm {float(np.max(norms)):.6g} > lipschitz = "
-                f"{bound:.6g}: the stated bound is false, so the guarantee would not hold. Nothing "
-                f"was released; a ledger keeps the reservation (the failure depends on the data). "
-                f"Use clip= for a guarantee whatever the data")
-        return g.sum(axis=0), 0
-    scale = np.where(over, bound / np.where(over, norms, 1.0), 1.0)
+    bad = ~np.isfinite(norms)
+    over = (norms > bound * (1 + 1e-9 if lipschitz else 1.0)) | bad
+    scale = np.where(bad, 0.0, np.where(over, bound / np.where(over & ~bad, norms, 1.0), 1.0))
+    g = np.where(bad.reshape(bad.shape + (1,) * len(manifold.point_shape)), 0.0, g)
     return (g * scale.reshape(scale.shape + (1,) * len(manifold.point_shape))).sum(axis=0), int(over.sum())
 
 
@@ -130,79 +129,132 @@ def _check_steps_representable(manifold: Manifold, domain: tuple[Array, float], 
                          f"privacy budget, more records, fewer steps or a smaller learning rate")
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """A DP-RGD run's public calibration: batch rule, relation, sensitivity and noise."""
+
+    n: int
+    rate: float
+    expected: float
+    replace_one: bool
+    bound: float
+    sensitivity: float
+    z: float
+    guarantee: SubsampledGaussian
+
+    @property
+    def sigma(self) -> float:
+        return self.z * self.sensitivity
+
+
 def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array], data: Array,
             epsilon: float, delta: float, steps: int, batch_size: int | None = None,
             lr: float | Callable[[int], float] = 0.1, init: Array | None = None,
             clip: float | None = None, output: str = "last", sampling: str = "poisson",
             rng: np.random.Generator | int | None = None, *, lipschitz: float | None = None,
-            euclidean_grad: bool = False, loss: Callable[[Array, Array], float] | None = None,
+            replace_sensitivity: float | None = None, euclidean_grad: bool = False,
+            loss: Callable[[Array, Array], float] | None = None,
             ledger: BudgetLedger | None = None, progress: bool | None = None,
             label: str = "DP-RGD", domain: tuple[Array, float] | None = None) -> Release:
     """(epsilon, delta)-DP Riemannian (stochastic) gradient descent on ``manifold``.
 
+    Neighbouring relation: Poisson sampling (``batch_size`` given, ``sampling="poisson"``) is
+    add/remove: the step divides the noisy sum by the public ``batch_size``, never by the data's
+    size, and the sum's sensitivity is the clipping norm. A full batch (``batch_size=None``) and
+    sampling without replacement are replace-one: n is public, and replacing one record moves the
+    sum by up to 2 clip (or ``replace_sensitivity``, a caller-proved smaller bound).
+
     Parameters
     ----------
+    manifold : Manifold
     per_sample_grad : callable(w, batch) -> array (b, *point_shape)
         Riemannian gradients of the per-record losses at w, one per record of ``batch`` (rows of
         ``data``), vectorised; Euclidean gradients with ``euclidean_grad=True`` (converted by
         ``manifold.egrad_to_rgrad``).
     data : array (n, ...)
-        The records. n is treated as public. A ``dask.array.Array`` chunked along the first axis
-        (or a ``geodp.chunked.ChunkedSample``) works too: each step's gradient sum is then one
-        distributed reduction and the batch is drawn chunk-wise (``_chunked_batch_sum``); the
-        ``loss`` then receives the ``ChunkedSample``.
+        The records; every value must be finite (checked before any budget is reserved). A
+        ``dask.array.Array`` chunked along the first axis (or a ``geodp.chunked.ChunkedSample``)
+        works too: each step's gradient sum is then one distributed reduction
+        (``_chunked_batch_sum``); the ``loss`` then receives the ``ChunkedSample``.
+    epsilon, delta : float
+        The target (epsilon, delta)-DP of the T steps.
     steps, batch_size, sampling
         T steps; ``batch_size=None`` uses every record each step; otherwise ``"poisson"`` draws
-        each record with probability batch_size / n (add/remove neighbours), and
-        ``"without_replacement"`` draws exactly batch_size records (replace-one neighbours).
+        each record with probability batch_size / n, and ``"without_replacement"`` draws exactly
+        batch_size records.
     lr : float or callable(t) -> float
         Step size eta_t.
     init : point
         The public starting point w_0 (it must not depend on the data).
     clip, lipschitz
         Exactly one: clip each gradient to this norm (the guarantee then holds for any data), or
-        the geodesic Lipschitz bound L0 of every per-record loss (the paper's route; a gradient
-        above it raises ``LipschitzViolation``).
+        the geodesic Lipschitz bound L0 of every per-record loss (the paper's route). Records
+        whose gradient at ``init`` exceeds L0 are refused before any budget is reserved; at later
+        iterates a gradient above L0 is clipped to it (so the guarantee still holds) and counted
+        among the diagnostics.
+    replace_sensitivity : float, optional
+        Replace-one relation only: a proven bound, at every iterate, on |g(w, x) - g(w, x')| for
+        two records x, x' (at most 2 clip, the default). ``private_frechet_mean`` passes the
+        Rauch bound of the Fréchet function's gradient.
     output : "last" | "random" | "average" | "weighted-average"
     loss : callable(w, data) -> float, optional
-        Records the full-data loss at every iterate: a non-private diagnostic.
+        Records the full-data loss at every iterate: a non-private diagnostic; an error inside it
+        is recorded, never raised.
     ledger : BudgetLedger, optional
-        The guarantee is reserved before any randomness is drawn.
+        The guarantee is reserved after the records are checked and before any randomness is
+        drawn. A release that fails after that keeps its reservation spent.
     domain : (center, radius), optional
         A public geodesic ball: every iterate is moved back onto it after its noisy step (the
-        projected variant; post-processing, so the guarantee is unchanged), which keeps the
-        iterates where the losses' gradient bounds hold.
+        projected variant; post-processing, so the guarantee is unchanged).
     progress : bool, optional
         A progress bar over the steps on stderr (default: ``geodp.progress.showing``).
 
     Returns
     -------
-    Release with ``guarantee`` a ``SubsampledGaussian`` (noise multiplier, sample rate, steps),
-    ``sensitivity`` of the per-step gradient sum and ``scale`` the noise standard deviation on it.
+    Release
+        ``guarantee`` a ``SubsampledGaussian`` (noise multiplier, sample rate, steps, relation),
+        ``sensitivity`` of the per-step gradient sum, ``scale`` the noise standard deviation on
+        it; public ``parameters``, and non-private ``diagnostics`` (clipped gradients, losses).
 
     Raises
     ------
-    ValueError for invalid parameters, ``LipschitzViolation``, ``BudgetExceededError``.
+    ValueError for invalid parameters or non-finite records, ``LipschitzViolation``,
+    ``BudgetExceededError``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from geodp.manifolds import Sphere
     >>> z = np.random.default_rng(0).normal(size=(500, 3))
     >>> grad = lambda w, b: -2 * (b @ w)[:, None] * (b - (b @ w)[:, None] * w)
     >>> rel = dp_rsgd(Sphere(2), grad, z, 1.0, 1e-5, steps=20, init=np.eye(3)[0], clip=5.0, rng=0)
+    >>> rel.guarantee.relation.value
+    'replace-one'
     """
-    epsilon = check_positive("epsilon", epsilon)
-    delta = check_delta(delta)
-    steps = check_count("steps", steps, 1)
+    w, data, domain = _check_inputs(manifold, data, init, domain, output, sampling)
+    plan = _calibrate(data, epsilon, delta, steps, batch_size, sampling, clip, lipschitz,
+                      replace_sensitivity)
+    schedule = lr if callable(lr) else (lambda t, lr=check_positive("lr", lr): lr)
+    if domain is not None:
+        _check_steps_representable(manifold, domain, max(abs(float(schedule(t))) for t in range(steps))
+                                   * (plan.bound * plan.expected + plan.sigma * (np.sqrt(manifold.dim) + 8.0))
+                                   / plan.expected)
+    step_gradients = _step_gradients(manifold, per_sample_grad, euclidean_grad, plan.bound,
+                                     lipschitz is not None)
+    _check_records(manifold, data, w, step_gradients, lipschitz is not None)
+    with reserved(ledger, plan.guarantee, f"{label} ({plan.guarantee.describe()})"), \
+            bar(steps, label, progress) as meter:
+        value, clipped, trace = _descend(manifold, data, w, plan, step_gradients, schedule, steps,
+                                         output, batch_size, as_generator(rng), domain, loss, meter)
+    return _release(plan, value, clipped, trace, steps, sampling, output, delta, epsilon,
+                    clip is not None)
+
+
+def _check_inputs(manifold: Manifold, data, init, domain, output: str, sampling: str):
+    """(w_0, data as an array or ChunkedSample, domain) after checking the options."""
     if output not in OUTPUTS:
         raise ValueError(f"output must be one of {OUTPUTS}, got {output!r}")
     if sampling not in SAMPLINGS:
         raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
-    if (clip is None) == (lipschitz is None):
-        raise ValueError("give exactly one of clip (per-sample clipping norm) and lipschitz (a "
-                         "proven geodesic Lipschitz bound L0 of every per-record loss)")
-    bound = check_positive("clip" if clip is not None else "lipschitz",
-                           clip if clip is not None else lipschitz)
     if init is None:
         raise ValueError("init is required: a public starting point that does not depend on the data")
     w = manifold.check_point(init)
@@ -215,91 +267,156 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
         data = ChunkedSample(None, data, validate=False)
     if not isinstance(data, ChunkedSample):
         data = np.asarray(data)
-    n = data.n if isinstance(data, ChunkedSample) else len(data)
-    if n == 0:
+    if (data.n if isinstance(data, ChunkedSample) else len(data)) == 0:
         raise ValueError("data is empty")
+    return w, data, domain
+
+
+def _calibrate(data, epsilon, delta, steps, batch_size, sampling, clip, lipschitz,
+               replace_sensitivity) -> _Plan:
+    """The relation, the per-step sensitivity and the noise multiplier for the target."""
+    epsilon = check_positive("epsilon", epsilon)
+    delta = check_delta(delta)
+    steps = check_count("steps", steps, 1)
+    if (clip is None) == (lipschitz is None):
+        raise ValueError("give exactly one of clip (per-sample clipping norm) and lipschitz (a "
+                         "proven geodesic Lipschitz bound L0 of every per-record loss)")
+    bound = check_positive("clip" if clip is not None else "lipschitz",
+                           clip if clip is not None else lipschitz)
+    n = data.n if isinstance(data, ChunkedSample) else len(data)
     if batch_size is None:
         rate, expected = 1.0, float(n)
     else:
         if isinstance(batch_size, bool) or int(batch_size) != batch_size or not 1 <= batch_size <= n:
             raise ValueError(f"batch_size must be an integer in 1..n = {n}, got {batch_size!r}")
         rate, expected = batch_size / n, float(batch_size)
-    replace_one = sampling == "without_replacement" and rate < 1.0
-    sensitivity = (2.0 if replace_one else 1.0) * bound
+    replace_one = rate == 1.0 or sampling == "without_replacement"
+    sensitivity = 2.0 * bound
+    if replace_sensitivity is not None:
+        if not replace_one:
+            raise ValueError("replace_sensitivity applies to replace-one neighbours (a full batch or "
+                             "sampling without replacement), not to Poisson sampling")
+        sensitivity = check_positive("replace_sensitivity", replace_sensitivity)
+        if sensitivity > 2.0 * bound:
+            raise ValueError(f"replace_sensitivity must be at most 2 x the gradient bound = "
+                             f"{2.0 * bound:.6g} (the triangle inequality), got {sensitivity:.6g}")
+    elif not replace_one:
+        sensitivity = bound
     z = _noise_multiplier(epsilon, delta, rate, steps, sampling)
-    sigma = z * sensitivity
-    guarantee = SubsampledGaussian(z, rate, steps, sampling if rate < 1.0 else "poisson")
-    schedule = lr if callable(lr) else (lambda t, lr=check_positive("lr", lr): lr)
-    if domain is not None:
-        _check_steps_representable(manifold, domain, max(abs(float(schedule(t))) for t in range(steps))
-                                   * (bound * expected + sigma * (np.sqrt(manifold.dim) + 8.0)) / expected)
+    guarantee = SubsampledGaussian(z, rate, steps, sampling if rate < 1.0 else "poisson",
+                                   Relation.REPLACE_ONE if replace_one else Relation.ADD_REMOVE)
+    return _Plan(n, rate, expected, replace_one, bound, sensitivity, z, guarantee)
+
+
+def _step_gradients(manifold: Manifold, per_sample_grad: Callable, euclidean_grad: bool, bound: float,
+                    lipschitz: bool) -> Callable[[Array, Array], tuple[Array, int]]:
+    """batch -> (the clipped sum of the batch's per-record gradients at w, how many were clipped)."""
     def step_gradients(w: Array, batch: Array) -> tuple[Array, int]:
-        """The clipped sum of the batch's per-record gradients at w, and how many were clipped."""
         if not len(batch):
             return np.zeros(manifold.point_shape), 0
-        g = np.asarray(per_sample_grad(w, batch), dtype=float)
+        with np.errstate(all="ignore"):
+            g = np.asarray(per_sample_grad(w, batch), dtype=float)
         expected_shape = (len(batch),) + manifold.point_shape
         if g.shape != expected_shape:
             raise ValueError(f"per_sample_grad must return shape {expected_shape} (one "
                              f"gradient per record), got {g.shape}")
         if euclidean_grad:
             g = manifold.egrad_to_rgrad(w, g)
-        return clipped_sum(manifold, w, g, bound, lipschitz is not None)
+        return clipped_sum(manifold, w, g, bound, lipschitz)
+    return step_gradients
 
-    with reserved(ledger, guarantee, f"{label} ({guarantee.describe()})"), \
-            bar(steps, label, progress) as meter:
-        rng = as_generator(rng)
-        noise = TangentGaussian(manifold, sigma)
-        pick = int(rng.integers(steps)) if output == "random" else -1
-        chosen, average = (w if pick == 0 else None), None
-        trace = [] if loss is not None else None
-        clipped_total = 0
-        for t in range(steps):
-            if trace is not None:
-                trace.append(float(loss(w, data)))
-            if isinstance(data, ChunkedSample):
-                total, clipped = _chunked_batch_sum(data, w, step_gradients, rate, replace_one,
-                                                    batch_size, rng)
+
+def _check_records(manifold: Manifold, data, w: Array, step_gradients: Callable, lipschitz: bool) -> None:
+    """Before any budget is reserved: every record finite and, with a stated Lipschitz bound,
+    every per-record gradient at the public w_0 within it. One pass over the data (distributed on
+    a chunked sample). Errors give counts, never values."""
+    def kernel(xs: Array, ws: Array | None = None) -> Array:
+        xs = np.asarray(xs, dtype=float)
+        finite = np.all(np.isfinite(xs.reshape(len(xs), -1)), axis=1)
+        over = step_gradients(w, xs[finite])[1] if lipschitz else 0
+        return np.array([np.sum(~finite), over])
+
+    counts = data.total(kernel) if isinstance(data, ChunkedSample) else kernel(data)
+    n = data.n if isinstance(data, ChunkedSample) else len(data)
+    if counts[0]:
+        raise ValueError(f"{int(counts[0])} of {n} records contain NaN or infinite values; remove "
+                         f"them (nothing was reserved or released)")
+    if counts[1]:
+        raise LipschitzViolation(
+            f"{int(counts[1])} of {n} records have a gradient at init above lipschitz: the stated "
+            f"bound is false, so the guarantee would not hold. Nothing was reserved or released. "
+            f"Use clip= for a guarantee whatever the data, or a bound that holds")
+
+
+def _diagnostic_loss(loss: Callable, w: Array, data, errors: list[str]) -> float | None:
+    """The non-private loss at w; an error inside it is recorded, never raised."""
+    try:
+        return float(loss(w, data))
+    except Exception as exc:  # a diagnostic must never abort a release (issue 28)
+        if not errors:
+            errors.append(f"{type(exc).__name__}: {exc}")
+        return None
+
+
+def _descend(manifold, data, w, plan: _Plan, step_gradients, schedule, steps, output, batch_size,
+             rng, domain, loss, meter) -> tuple[Array, int, dict | None]:
+    """The T noisy steps: (the output iterate, gradients clipped, the loss diagnostics)."""
+    noise = TangentGaussian(manifold, plan.sigma)
+    pick = int(rng.integers(steps)) if output == "random" else -1
+    chosen, average = (w if pick == 0 else None), None
+    trace, errors = ([] if loss is not None else None), []
+    clipped_total = 0
+    for t in range(steps):
+        if trace is not None:
+            trace.append(_diagnostic_loss(loss, w, data, errors))
+        if isinstance(data, ChunkedSample):
+            total, clipped = _chunked_batch_sum(data, w, step_gradients, plan.rate, plan.replace_one,
+                                                batch_size, rng)
+        else:
+            if plan.rate == 1.0:
+                batch = data
+            elif plan.replace_one:
+                batch = data[rng.choice(plan.n, size=int(batch_size), replace=False)]
             else:
-                if rate == 1.0:
-                    batch = data
-                elif replace_one:
-                    batch = data[rng.choice(n, size=int(batch_size), replace=False)]
-                else:
-                    batch = data[rng.random(n) < rate]
-                total, clipped = step_gradients(w, batch)
-            clipped_total += clipped
-            zeta = (total + noise.sample(w, rng=rng)) / expected
-            w = manifold.exp(w, -schedule(t) * zeta)
-            if domain is not None:
-                w = into_ball(manifold, w, *domain)[0]
-            if t + 1 == pick:
-                chosen = w
-            if output in ("average", "weighted-average"):
-                weight = (1.0 if output == "average" else 2.0) / (t + 1)
-                average = w if average is None else manifold.exp(
-                    average, min(weight, 1.0) * manifold.log(average, w))
-            meter.update(1)
+                batch = data[rng.random(plan.n) < plan.rate]
+            total, clipped = step_gradients(w, batch)
+        clipped_total += clipped
+        w = manifold.exp(w, -schedule(t) * (total + noise.sample(w, rng=rng)) / plan.expected)
+        if domain is not None:
+            w = into_ball(manifold, w, *domain)[0]
+        if t + 1 == pick:
+            chosen = w
+        if output in ("average", "weighted-average"):
+            weight = (1.0 if output == "average" else 2.0) / (t + 1)
+            average = w if average is None else manifold.exp(
+                average, min(weight, 1.0) * manifold.log(average, w))
+        meter.update(1)
     value = {"last": w, "random": chosen, "average": average, "weighted-average": average}[output]
-    diagnostics = {
-        "n": n, "steps": steps, "sample_rate": rate, "sampling": sampling if rate < 1.0 else "full batch",
-        "neighbouring": "replace one record" if replace_one else "add or remove one record",
-        "noise_multiplier": z, "sigma_sum": sigma, "sigma_mean": sigma / expected,
-        "accountant": "exact Gaussian (GDP)" if rate == 1.0 else ("PLD" if sampling == "poisson" else "RDP"),
-        "output": output,
-        "paper_sigma_mean": paper_sigma(steps, delta, bound, n, epsilon),
-        "paper_sigma_note": "Algorithm 1's sigma with c = 1 as in the paper's experiments, on the "
-                            "averaged gradient; c is unspecified there, so it carries no guarantee",
+    losses = None if trace is None else {"loss_trace": trace, **({"loss_error": errors[0]} if errors else {})}
+    return value, clipped_total, losses
+
+
+def _release(plan: _Plan, value, clipped: int, losses, steps, sampling, output, delta, epsilon,
+             clipping: bool) -> Release:
+    """The Release: public parameters apart from the non-private diagnostics."""
+    parameters = {
+        "steps": steps, "sample_rate": plan.rate, "output": output,
+        "sampling": sampling if plan.rate < 1.0 else "full batch",
+        "noise_multiplier": plan.z, "sigma_sum": plan.sigma, "sigma_step": plan.sigma / plan.expected,
+        "divisor": plan.expected, "clip" if clipping else "lipschitz": plan.bound,
+        "accountant": "exact Gaussian (GDP)" if plan.rate == 1.0 else
+                      ("PLD" if sampling == "poisson" else "RDP"),
     }
-    if clip is not None:
-        diagnostics.update(clip=bound, clipped_gradients=int(clipped_total))
-    else:
-        diagnostics["assumption"] = (f"every per-record loss is geodesically {bound:.6g}-Lipschitz "
-                                     f"(stated by the caller; checked at every step)")
-    if trace is not None:
-        diagnostics["non_private"] = {"loss_trace": trace,
-                                      "note": "full-data losses: not private, for diagnosis only"}
-    return Release(value=value, guarantee=guarantee, sensitivity=sensitivity, scale=sigma,
-                   mechanism="DP Riemannian gradient descent (Han et al., Algorithm 1)",
-                   exact_sampler=True, diagnostics=diagnostics,
-                   equivalent={f"delta={delta:g}": guarantee.to_approx(delta).describe()})
+    diagnostics: dict = {"clipped_gradients" if clipping else "gradients_above_lipschitz": clipped}
+    # n is public under replace-one only (so is the paper's sigma, which depends on it)
+    (parameters if plan.replace_one else diagnostics).update(
+        n=plan.n, paper_sigma_mean=paper_sigma(steps, delta, plan.bound, plan.n, epsilon))
+    if losses is not None:
+        diagnostics.update(losses)
+    return Release(value=value, guarantee=plan.guarantee, sensitivity=plan.sensitivity,
+                   scale=plan.sigma, mechanism="DP Riemannian gradient descent (Han et al., Algorithm 1)",
+                   exact_sampler=True, diagnostics=diagnostics, parameters=parameters,
+                   theorem=("Gaussian mechanism on the clipped gradient sum in orthonormal "
+                            "coordinates of T_w (Han et al., Proposition 2), composed over the steps "
+                            f"by the {parameters['accountant']} accountant"),
+                   equivalent={f"delta={delta:g}": plan.guarantee.to_approx(delta).describe()})

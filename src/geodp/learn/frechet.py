@@ -22,6 +22,16 @@ from .dp_rgd import dp_rsgd
 from .release import Release, reserved
 
 MECHANISMS = ("laplace", "wrapped-laplace", "wrapped-gaussian", "dp-rgd", "kng")
+_THEOREMS = {
+    "laplace": "Riemannian Laplace mechanism (Reimherr, Bharath & Soto 2021, Theorem 1) with the "
+               "Fréchet-mean sensitivity of their Theorem 2",
+    "restricted": "Riemannian Laplace restricted to the data ball (Reimherr, Bharath & Soto 2021, "
+                  "Theorem 3) with the sensitivity of their Theorem 2",
+    "wrapped-laplace": "exponential-wrapped Laplace (Theorem 3.1 of the exp-wrapped paper) with the "
+                       "tangent sensitivity at the footpoint",
+    "wrapped-gaussian": "exponential-wrapped Gaussian (Theorems 3.2-3.4 of the exp-wrapped paper) "
+                        "with the tangent sensitivity at the footpoint",
+}
 SUBSAMPLE_FRACTION = 0.05
 
 
@@ -116,7 +126,13 @@ def _private_footpoint(mech: RiemannianLaplace, m: int, x, center, rng) -> tuple
 
 
 def _dp_rgd_mean(manifold, x, target, center, radius, steps, lr, ledger, rng, clipped) -> Release:
-    """The Fréchet mean by DP-RGD (see ``private_frechet_mean``)."""
+    """The Fréchet mean by full-batch DP-RGD (see ``private_frechet_mean``), replace-one.
+
+    The per-record gradients -Log_w(x_i) have norm <= 2r for w and x_i in the data ball (the
+    clipping at 2r never acts), and replacing a record moves one of them by
+    |Log_w x - Log_w x'| <= 2r max(1, t / sin t), t = 2r sqrt(k) (Rauch comparison, see
+    ``kng_mean_sensitivity``): on the sphere and Kendall's shape space this exceeds 2r.
+    """
     nd = len(manifold.point_shape)
 
     def gradients(w, batch):
@@ -127,9 +143,12 @@ def _dp_rgd_mean(manifold, x, target, center, radius, steps, lr, ledger, rng, cl
                                                                              validate=False)
         return float(sample.total(lambda xs, ws: manifold.mean_log_and_value(w, xs, ws)[1]))
 
+    n = x.n if isinstance(x, ChunkedSample) else len(x)
     rel = dp_rsgd(manifold, gradients, x, target.epsilon, target.delta, steps, lr=lr, init=center,
-                  clip=2.0 * radius, rng=rng, loss=loss, ledger=ledger, label="Fréchet mean (dp-rgd)",
+                  clip=2.0 * radius, replace_sensitivity=n * kng_mean_sensitivity(manifold, radius, n),
+                  rng=rng, loss=loss, ledger=ledger, label="Fréchet mean (dp-rgd)",
                   domain=(center, radius), progress=False)
+    rel.parameters.update(radius=radius)
     rel.diagnostics.update(clipped_to_ball=clipped)
     return rel
 
@@ -159,8 +178,11 @@ def _kng_mean(manifold, x, n, fit, target, center, radius, ledger, rng, clipped)
         value, info, lam = kng_mean_draws(manifold, x, fit.mean, center, radius, mech.scale, rng)
     return Release(value=value, guarantee=target, sensitivity=mech.sensitivity, scale=mech.scale,
                    mechanism="K-norm gradient Fréchet mean", exact_sampler=info.exact,
-                   diagnostics={"n": n, "clipped": clipped, "strong_convexity": lam,
-                                "frechet_iterations": fit.iterations, "sampler": info.as_dict()},
+                   parameters={"n": n, "radius": radius, "strong_convexity": lam},
+                   diagnostics={"clipped": clipped, "frechet_iterations": fit.iterations,
+                                "sampler": info.as_dict()},
+                   theorem="K-norm gradient mechanism (Reimherr & Awan 2019, Theorem 3.2) with the "
+                           "gradient sensitivity of the Fréchet function (kng_mean_sensitivity)",
                    equivalent=equivalents(target))
 
 
@@ -227,7 +249,8 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
     give; NotNormalisableError when the Laplace has no density at that scale;
     BudgetExceededError when the ledger refuses.
 
-    Neighbouring data sets differ in one record (n is public).
+    Every mechanism here is analysed for replace-one neighbours: data sets of the same public size
+    n that differ in one record (``rel.guarantee.relation``).
 
     Example
     -------
@@ -236,7 +259,7 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
     >>> center, radius = ds.public_ball()
     >>> rel = private_frechet_mean(ds.manifold, ds.points, 1.0, center, radius, rng=0)
     >>> rel.guarantee.describe()
-    '1-DP'
+    '1-DP (replace-one)'
     """
     manifold, points = manifold_first("private_frechet_mean", manifold, points)
     target = target_guarantee(mechanism, epsilon, delta, mu, rdp)
@@ -307,21 +330,25 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
         if fixed_footpoint is not None:
             cls(manifold, scale, fixed_footpoint).check_representable(
                 float(manifold.dist(fixed_footpoint, center)) + radius)
-    diagnostics = {"n": n, "clipped": clipped, "frechet_iterations": fit.iterations}
+    diagnostics = {"clipped": clipped, "frechet_iterations": fit.iterations}
+    parameters = {"n": n, "radius": radius, "restricted_to_ball": restrict}
     exact = True
     with reserved(ledger, target, f"Fréchet mean ({mechanism}, {target.describe()})"):
         if fp_mech is not None:
             fixed_footpoint, fp_info = _private_footpoint(fp_mech, fp_size, x, center, rng)
-            diagnostics["private_footpoint"] = {"epsilon": eps_fp, **fp_info}
-            exact = fp_info["sampler"]["exact"]
+            sampler = fp_info.pop("sampler")
+            parameters["private_footpoint"] = {"epsilon": eps_fp, **fp_info}
+            diagnostics["private_footpoint_sampler"] = sampler
+            exact = sampler["exact"]
         if wrapped:
             value = cls(manifold, scale, fixed_footpoint).sample(fit.mean, rng=rng)
-            diagnostics.update(footpoint=np.asarray(fixed_footpoint).tolist(),
-                               tangent_sensitivity=tangent, main_guarantee=main.describe())
+            parameters.update(footpoint=np.asarray(fixed_footpoint).tolist(),
+                              tangent_sensitivity=tangent, main_guarantee=main.describe())
         else:
             value = mech.sample(fit.mean, rng=rng)
             exact = mech.last_info.exact
-            diagnostics.update(restricted_to_ball=restrict, sampler=mech.last_info.as_dict())
+            diagnostics.update(sampler=mech.last_info.as_dict())
     return Release(value=value, guarantee=target, sensitivity=sensitivity, scale=scale,
                    mechanism=name, exact_sampler=exact, diagnostics=diagnostics,
+                   parameters=parameters, theorem=_THEOREMS[mechanism if not restrict else "restricted"],
                    equivalent=equivalents(target))

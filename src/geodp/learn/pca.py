@@ -37,6 +37,10 @@ def private_pca(data: Array, epsilon: float, delta: float, norm_bound: float,
                 ledger: BudgetLedger | None = None, progress: bool | None = None) -> Release:
     """An (epsilon, delta)-DP leading eigenvector of (1/n) sum_i z_i z_i^T, a unit vector.
 
+    Neighbouring relation: replace-one (n public) for the full batch (the default) and for
+    add/remove with a ``batch_size`` (Poisson sampling, see
+    ``dp_rsgd``). One record's gradient changes by at most 2 B^2 under replacement.
+
     ``norm_bound`` is a public bound B on |z_i| (not computed from the data): rows above it raise,
     or with ``clip_data=True`` are scaled back to norm B (their count is in the release).
     ``lr`` defaults to 1 / (2 B^2); ``init`` (public) defaults to a uniform random unit vector.
@@ -51,9 +55,9 @@ def private_pca(data: Array, epsilon: float, delta: float, norm_bound: float,
     norms = np.linalg.norm(z, axis=1)
     over = norms > bound * (1 + 1e-12)  # rows normalised to the bound round a little above it
     if np.any(over) and not clip_data:
-        raise ValueError(f"{int(over.sum())} of {len(z)} rows have norm above norm_bound = {bound:g} "
-                         f"(largest {float(norms.max()):.10g}); the sensitivity assumes the bound. "
-                         f"Pass clip_data=True to scale them back to it")
+        raise ValueError(f"{int(over.sum())} of {len(z)} rows have norm above norm_bound = {bound:g}; "
+                         f"the sensitivity assumes the bound. Pass clip_data=True to scale them "
+                         f"back to it")
     z = np.where(over[:, None], z * (bound / np.where(over, norms, 1.0))[:, None], z)
     sphere = Sphere(z.shape[1] - 1)
     rng = as_generator(rng)
@@ -63,5 +67,6 @@ def private_pca(data: Array, epsilon: float, delta: float, norm_bound: float,
                   lr=1.0 / (2.0 * bound**2) if lr is None else lr, init=init, output=output,
                   rng=rng, lipschitz=bound**2, loss=pca_loss, ledger=ledger, progress=progress,
                   label="private PCA")
-    rel.diagnostics.update(norm_bound=bound, rows_scaled_to_bound=int(over.sum()))
+    rel.parameters.update(norm_bound=bound)
+    rel.diagnostics.update(rows_scaled_to_bound=int(over.sum()))
     return rel

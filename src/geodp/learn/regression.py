@@ -154,8 +154,7 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     n = data.n
     outside = data.covariates_outside(lo, hi)
     if outside and not clip:
-        raise ValueError(f"{outside} of {n} covariates lie outside x_range = ({lo:g}, {hi:g}) "
-                         f"(range of the data: {data.x_min:.6g} to {data.x_max:.6g}); the "
+        raise ValueError(f"{outside} of {n} covariates lie outside x_range = ({lo:g}, {hi:g}); the "
                          f"sensitivity bound does not hold for them. Pass clip=True to clip them, "
                          f"or give a wider public range")
     if outside:
@@ -173,11 +172,11 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     start_p = into_ball(manifold, fit.footpoint, center, radius)[0] if radius else fit.footpoint
     start_v = _shortened(manifold, start_p, manifold.to_tangent(
         start_p, manifold.transport(fit.footpoint, start_p, fit.shooting_vector)), v_max)
-    diagnostics = {"n": n, "covariates_clipped": outside, "tau": tau,
-                   "x_range": [lo, hi], "v_max": v_max, "release": release,
-                   "footpoint_ball": None if radius is None else {
-                       "center": np.asarray(center).tolist(), "radius": radius},
-                   "sensitivities": sens}
+    parameters = {"n": n, "tau": tau, "x_range": [lo, hi], "v_max": v_max, "release": release,
+                  "footpoint_ball": None if radius is None else {
+                      "center": np.asarray(center).tolist(), "radius": radius},
+                  "sensitivities": sens}
+    diagnostics = {"covariates_clipped": outside}
     with reserved(ledger, target, f"geodesic regression (KNG {release}, {target.describe()})"):
         run = dict(rng=as_generator(rng), precondition=data.preconditioner(), chains=chains,
                    burn_in=burn_in, trace_length=KEPT_STEPS, max_steps=max_steps)
@@ -218,11 +217,15 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
             v = state[0, 1]
             scale, sensitivity = mech_v.scale, mech_v.sensitivity
             exact = info_p.exact and info_v.exact
-            diagnostics.update(epsilon_footpoint=eps_p, epsilon_shooting_vector=epsilon - eps_p,
-                               scale_footpoint=mech_p.scale, sensitivity_footpoint=mech_p.sensitivity,
-                               sampler_footpoint=info_p.as_dict(), sampler_shooting_vector=info_v.as_dict())
+            parameters.update(epsilon_footpoint=eps_p, epsilon_shooting_vector=epsilon - eps_p,
+                              scale_footpoint=mech_p.scale, sensitivity_footpoint=mech_p.sensitivity)
+            diagnostics.update(sampler_footpoint=info_p.as_dict(),
+                               sampler_shooting_vector=info_v.as_dict())
     return Release(value={"footpoint": p, "shooting_vector": v}, guarantee=target,
                    sensitivity=sensitivity, scale=scale,
                    mechanism=f"K-norm gradient geodesic regression ({release})",
-                   exact_sampler=exact, diagnostics=diagnostics,
+                   exact_sampler=exact, diagnostics=diagnostics, parameters=parameters,
+                   theorem="K-norm gradient mechanism (Reimherr & Awan 2019) with the clipped-residual "
+                           "gradient sensitivities of Kulkarni & Soto (Theorems 3.3 and D.1), "
+                           "replace-one",
                    equivalent={"GDP": target.to_gdp().describe()})

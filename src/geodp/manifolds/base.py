@@ -328,9 +328,8 @@ class Manifold(ABC):
         bad = ~(defect <= self.tolerance)
         if np.any(bad):
             raise ValueError(
-                f"{int(np.sum(bad))} of {bad.size} points are not on {self!r}: largest defect "
-                f"{float(np.max(defect)):.3g} exceeds the tolerance {self.tolerance:g}"
-                f"{self._defect_hint()}"
+                f"{int(np.sum(bad))} of {bad.size} points are not on {self!r}: their defect "
+                f"exceeds the tolerance {self.tolerance:g}{self._defect_hint()}"
             )
         return x
 

@@ -1,4 +1,10 @@
-"""Privacy guarantees as value objects, with conversions to (epsilon, delta) and composition."""
+"""Privacy guarantees as value objects, with conversions to (epsilon, delta) and composition.
+
+Every guarantee carries its neighbouring relation (``relation``, see ``privacy.relation``):
+add/remove or replace-one. Compositions of one relation keep it; a composition that mixes them is
+stated under replace-one, each add/remove part converted by group privacy
+(``Guarantee.to_replace_one``).
+"""
 
 from __future__ import annotations
 
@@ -11,10 +17,29 @@ from .conversions import (check_count, check_delta, check_positive, gdp_epsilon,
                           rdp_to_approx)
 from .pld import PLDAccountant
 from .rdp import ORDERS, SAMPLINGS, subsampled_gaussian_rdp
+from .relation import Relation, as_relation
+
+REPLACE_ONE, ADD_REMOVE = Relation.REPLACE_ONE, Relation.ADD_REMOVE
 
 
 class Guarantee:
-    """Base class: every guarantee can state the (epsilon, delta)-DP it implies."""
+    """Base class: every guarantee can state the (epsilon, delta)-DP it implies, under its
+    neighbouring ``relation`` (a ``Relation``; replace-one unless stated)."""
+
+    relation: Relation
+
+    def _set_relation(self) -> None:
+        object.__setattr__(self, "relation", as_relation(self.relation))
+
+    def to_replace_one(self) -> "Guarantee":
+        """The guarantee under replace-one neighbours: itself, or for add/remove the group
+        privacy of the two records a replacement removes and adds."""
+        if self.relation is REPLACE_ONE:
+            return self
+        return self._group_of_two()
+
+    def _group_of_two(self) -> "Guarantee":
+        raise NotImplementedError
 
     def to_approx(self, delta: float) -> "ApproxDP":
         raise NotImplementedError
@@ -32,25 +57,31 @@ class PureDP(Guarantee):
     """epsilon-differential privacy."""
 
     epsilon: float
+    relation: Relation = REPLACE_ONE
 
     def __post_init__(self):
         object.__setattr__(self, "epsilon", check_positive("epsilon", self.epsilon))
+        self._set_relation()
+
+    def _group_of_two(self) -> "PureDP":
+        return PureDP(2.0 * self.epsilon, REPLACE_ONE)
 
     def to_approx(self, delta: float = 0.0) -> "ApproxDP":
-        return ApproxDP(self.epsilon, 0.0)
+        return ApproxDP(self.epsilon, 0.0, self.relation)
 
     def to_gdp(self) -> "GDP":
         """The mu-GDP implied by epsilon-DP (``pure_to_gdp``)."""
-        return GDP(pure_to_gdp(self.epsilon))
+        return GDP(pure_to_gdp(self.epsilon), self.relation)
 
     def to_rdp(self, orders: np.ndarray = ORDERS) -> "RDP":
-        return RDP(orders, pure_to_rdp(self.epsilon, orders))
+        return RDP(orders, pure_to_rdp(self.epsilon, orders), self.relation)
 
     def describe(self) -> str:
-        return f"{self.epsilon:.6g}-DP"
+        return f"{self.epsilon:.6g}-DP ({self.relation.value})"
 
     def as_dict(self) -> dict:
-        return {"notion": "pure", "epsilon": self.epsilon, "delta": 0.0}
+        return {"notion": "pure", "epsilon": self.epsilon, "delta": 0.0,
+                "relation": self.relation.value}
 
 
 @dataclass(frozen=True)
@@ -59,8 +90,10 @@ class ApproxDP(Guarantee):
 
     epsilon: float
     delta: float
+    relation: Relation = REPLACE_ONE
 
     def __post_init__(self):
+        self._set_relation()
         eps = float(self.epsilon)
         if not (math.isfinite(eps) and eps >= 0):
             raise ValueError(f"epsilon must be finite and non-negative, got {eps}")
@@ -76,11 +109,17 @@ class ApproxDP(Guarantee):
                              f"the smaller delta {delta}")
         return self
 
+    def _group_of_two(self) -> "ApproxDP":
+        """Group privacy for two records: (2 epsilon, (1 + e^epsilon) delta)-DP."""
+        return ApproxDP(2.0 * self.epsilon, min((1.0 + math.exp(self.epsilon)) * self.delta,
+                                                math.nextafter(1.0, 0.0)), REPLACE_ONE)
+
     def describe(self) -> str:
-        return f"({self.epsilon:.6g}, {self.delta:.3g})-DP"
+        return f"({self.epsilon:.6g}, {self.delta:.3g})-DP ({self.relation.value})"
 
     def as_dict(self) -> dict:
-        return {"notion": "approx", "epsilon": self.epsilon, "delta": self.delta}
+        return {"notion": "approx", "epsilon": self.epsilon, "delta": self.delta,
+                "relation": self.relation.value}
 
 
 @dataclass(frozen=True)
@@ -88,22 +127,28 @@ class GDP(Guarantee):
     """mu-Gaussian differential privacy (Dong, Roth & Su 2022)."""
 
     mu: float
+    relation: Relation = REPLACE_ONE
 
     def __post_init__(self):
         object.__setattr__(self, "mu", check_positive("mu", self.mu))
+        self._set_relation()
+
+    def _group_of_two(self) -> "GDP":
+        """A group of k records under mu-GDP is k mu-GDP (Dong, Roth & Su 2022, Theorem 2.14)."""
+        return GDP(2.0 * self.mu, REPLACE_ONE)
 
     def to_approx(self, delta: float) -> ApproxDP:
-        return ApproxDP(gdp_epsilon(self.mu, delta), delta)
+        return ApproxDP(gdp_epsilon(self.mu, delta), delta, self.relation)
 
     def to_rdp(self, orders: np.ndarray = ORDERS) -> "RDP":
         """mu-GDP implies (alpha, alpha mu^2 / 2)-RDP (the Gaussian mechanism's curve)."""
-        return RDP(orders, 0.5 * np.asarray(orders) * self.mu**2)
+        return RDP(orders, 0.5 * np.asarray(orders) * self.mu**2, self.relation)
 
     def describe(self) -> str:
-        return f"{self.mu:.6g}-GDP"
+        return f"{self.mu:.6g}-GDP ({self.relation.value})"
 
     def as_dict(self) -> dict:
-        return {"notion": "gdp", "mu": self.mu}
+        return {"notion": "gdp", "mu": self.mu, "relation": self.relation.value}
 
 
 @dataclass(frozen=True)
@@ -111,21 +156,27 @@ class ZCDP(Guarantee):
     """rho-zero-concentrated DP (Bun & Steinke 2016): (alpha, rho alpha)-RDP for every alpha."""
 
     rho: float
+    relation: Relation = REPLACE_ONE
 
     def __post_init__(self):
         object.__setattr__(self, "rho", check_positive("rho", self.rho))
+        self._set_relation()
+
+    def _group_of_two(self) -> "ZCDP":
+        """A group of k records under rho-zCDP is k^2 rho-zCDP (Bun & Steinke 2016, Prop. 1.9)."""
+        return ZCDP(4.0 * self.rho, REPLACE_ONE)
 
     def to_rdp(self, orders: np.ndarray = ORDERS) -> "RDP":
-        return RDP(orders, self.rho * np.asarray(orders))
+        return RDP(orders, self.rho * np.asarray(orders), self.relation)
 
     def to_approx(self, delta: float) -> ApproxDP:
         return self.to_rdp().to_approx(delta)
 
     def describe(self) -> str:
-        return f"{self.rho:.6g}-zCDP"
+        return f"{self.rho:.6g}-zCDP ({self.relation.value})"
 
     def as_dict(self) -> dict:
-        return {"notion": "zcdp", "rho": self.rho}
+        return {"notion": "zcdp", "rho": self.rho, "relation": self.relation.value}
 
 
 @dataclass(frozen=True)
@@ -137,8 +188,10 @@ class RDP(Guarantee):
 
     orders: np.ndarray = field(compare=False)
     epsilons: np.ndarray = field(compare=False)
+    relation: Relation = REPLACE_ONE
 
     def __post_init__(self):
+        self._set_relation()
         orders = np.atleast_1d(np.asarray(self.orders, dtype=float))
         eps = np.atleast_1d(np.asarray(self.epsilons, dtype=float))
         if orders.shape != eps.shape or orders.ndim != 1:
@@ -157,18 +210,41 @@ class RDP(Guarantee):
         missing = [a for a in orders.tolist() if a not in pos]
         if missing:
             raise ValueError(f"this RDP curve is not known at orders {missing[:5]}")
-        return RDP(orders, self.epsilons[[pos[a] for a in orders.tolist()]])
+        return RDP(orders, self.epsilons[[pos[a] for a in orders.tolist()]], self.relation)
+
+    def _group_of_two(self) -> "RDP":
+        known = set(self.orders.tolist())
+        alphas = np.array([a for a in self.orders.tolist() if 2 * a in known and 2 * a - 1 in known])
+        if not len(alphas):
+            raise ValueError("this add/remove RDP curve cannot be stated for replace-one neighbours: "
+                             "group privacy needs it at orders 2 alpha and 2 alpha - 1")
+        return group_of_two_rdp(lambda a: self.to_rdp(a).epsilons, alphas)
 
     def to_approx(self, delta: float) -> ApproxDP:
-        return ApproxDP(rdp_to_approx(self.orders, self.epsilons, delta)[0], delta)
+        return ApproxDP(rdp_to_approx(self.orders, self.epsilons, delta)[0], delta, self.relation)
 
     def describe(self) -> str:
         if len(self.orders) == 1:
-            return f"({self.orders[0]:.6g}, {self.epsilons[0]:.6g})-RDP"
-        return f"RDP curve on {len(self.orders)} orders"
+            return f"({self.orders[0]:.6g}, {self.epsilons[0]:.6g})-RDP ({self.relation.value})"
+        return f"RDP curve on {len(self.orders)} orders ({self.relation.value})"
 
     def as_dict(self) -> dict:
-        return {"notion": "rdp", "orders": self.orders.tolist(), "epsilons": self.epsilons.tolist()}
+        return {"notion": "rdp", "orders": self.orders.tolist(), "epsilons": self.epsilons.tolist(),
+                "relation": self.relation.value}
+
+
+def group_of_two_rdp(curve, orders: np.ndarray) -> RDP:
+    """The replace-one RDP curve at ``orders`` of a mechanism whose add/remove curve is ``curve``
+    (a function of an array of orders).
+
+    Replacing a record is removing it (D -> D'') and adding another (D'' -> D'). Mironov's weak
+    triangle inequality (Rényi DP, 2017, Proposition 11 with p = q = 2) gives
+    D_a(P || Q) <= (a - 1/2)/(a - 1) D_2a(P || R) + D_(2a-1)(R || Q), hence
+    eps'(a) = (a - 1/2)/(a - 1) eps(2a) + eps(2a - 1).
+    """
+    a = np.asarray(orders, dtype=float)
+    return RDP(a, (a - 0.5) / (a - 1.0) * np.asarray(curve(2.0 * a)) + np.asarray(curve(2.0 * a - 1.0)),
+               REPLACE_ONE)
 
 
 @dataclass(frozen=True)
@@ -185,6 +261,7 @@ class SubsampledGaussian(Guarantee):
     sample_rate: float = 1.0
     steps: int = 1
     sampling: str = "poisson"
+    relation: Relation | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "noise_multiplier",
@@ -196,6 +273,29 @@ class SubsampledGaussian(Guarantee):
         object.__setattr__(self, "steps", check_count("steps", self.steps, 1))
         if self.sampling not in SAMPLINGS:
             raise ValueError(f"sampling must be one of {SAMPLINGS}, got {self.sampling!r}")
+        analysed = self.sampling_relation()
+        if self.relation is None:
+            object.__setattr__(self, "relation", analysed or REPLACE_ONE)
+        self._set_relation()
+        if analysed is not None and self.relation is not analysed:
+            raise ValueError(f"{self.sampling.replace('_', ' ')} sampling at rate {q:g} is analysed "
+                             f"for {analysed.value} neighbours, not {self.relation.value}")
+
+    def sampling_relation(self) -> Relation | None:
+        """The relation the subsampled accounting is proved for (None for a full batch, where
+        the noise multiplier is relative to the chosen relation's sensitivity)."""
+        if self.sample_rate == 1.0:
+            return None
+        return ADD_REMOVE if self.sampling == "poisson" else REPLACE_ONE
+
+    def _group_of_two(self) -> Guarantee:
+        """Full batch: the sum's sensitivity doubles, i.e. the noise multiplier halves (exact).
+        Poisson: the weak triangle inequality on the exact RDP curve (``group_of_two_rdp``)."""
+        if self.sample_rate == 1.0:
+            return SubsampledGaussian(self.noise_multiplier / 2.0, 1.0, self.steps, self.sampling,
+                                      REPLACE_ONE)
+        return group_of_two_rdp(lambda a: self.steps * subsampled_gaussian_rdp(
+            self.noise_multiplier, self.sample_rate, self.sampling, a), ORDERS)
 
     @property
     def has_pld(self) -> bool:
@@ -204,13 +304,13 @@ class SubsampledGaussian(Guarantee):
     def to_rdp(self, orders: np.ndarray = ORDERS) -> RDP:
         curve = subsampled_gaussian_rdp(self.noise_multiplier, self.sample_rate, self.sampling,
                                         orders)
-        return RDP(orders, self.steps * curve)
+        return RDP(orders, self.steps * curve, self.relation)
 
     def to_gdp(self) -> GDP:
         """Full batch only: T Gaussian steps of noise multiplier z are sqrt(T)/z-GDP."""
         if self.sample_rate != 1.0:
             raise ValueError("a subsampled Gaussian has no exact GDP equivalent")
-        return GDP(math.sqrt(self.steps) / self.noise_multiplier)
+        return GDP(math.sqrt(self.steps) / self.noise_multiplier, self.relation)
 
     def to_approx(self, delta: float) -> ApproxDP:
         check_delta(delta)
@@ -220,17 +320,18 @@ class SubsampledGaussian(Guarantee):
         if self.has_pld:
             eps = min(eps, PLDAccountant().compose_gaussian(
                 self.noise_multiplier, self.steps, self.sample_rate).epsilon(delta))
-        return ApproxDP(eps, delta)
+        return ApproxDP(eps, delta, self.relation)
 
     def describe(self) -> str:
         batch = ("full batch" if self.sample_rate == 1.0 else
                  f"{self.sampling.replace('_', ' ')} sampling at rate {self.sample_rate:.4g}")
         return (f"{self.steps} Gaussian step(s), noise multiplier {self.noise_multiplier:.6g}, "
-                f"{batch}")
+                f"{batch} ({self.relation.value})")
 
     def as_dict(self) -> dict:
         return {"notion": "subsampled_gaussian", "noise_multiplier": self.noise_multiplier,
-                "sample_rate": self.sample_rate, "steps": self.steps, "sampling": self.sampling}
+                "sample_rate": self.sample_rate, "steps": self.steps, "sampling": self.sampling,
+                "relation": self.relation.value}
 
 
 _NOTIONS = {"pure": PureDP, "approx": ApproxDP, "gdp": GDP, "zcdp": ZCDP, "rdp": RDP,
@@ -238,7 +339,7 @@ _NOTIONS = {"pure": PureDP, "approx": ApproxDP, "gdp": GDP, "zcdp": ZCDP, "rdp":
 
 
 def guarantee_from_dict(d: dict) -> Guarantee:
-    """The guarantee ``as_dict`` describes."""
+    """The guarantee ``as_dict`` describes (a dict without ``relation``: the class's default)."""
     d = dict(d)
     cls = _NOTIONS.get(d.pop("notion", None))
     if cls is None:
@@ -248,14 +349,25 @@ def guarantee_from_dict(d: dict) -> Guarantee:
     return cls(**d)
 
 
+def one_relation(guarantees: list[Guarantee]) -> tuple[list[Guarantee], Relation]:
+    """The guarantees under one neighbouring relation, and that relation: their own when they
+    share it, else replace-one with each add/remove part converted (``to_replace_one``)."""
+    relations = {g.relation for g in guarantees}
+    if len(relations) == 1:
+        return list(guarantees), relations.pop()
+    return [g.to_replace_one() for g in guarantees], REPLACE_ONE
+
+
 def compose_pure(guarantees: list[PureDP]) -> PureDP:
     """Basic composition: epsilons add."""
-    return PureDP(math.fsum(g.epsilon for g in guarantees))
+    parts, relation = one_relation(guarantees)
+    return PureDP(math.fsum(g.epsilon for g in parts), relation)
 
 
 def compose_gdp(guarantees: list[GDP]) -> GDP:
     """mu-GDP composes as the root sum of squares (Dong, Roth & Su 2022, Cor. 3.3)."""
-    return GDP(math.sqrt(math.fsum(g.mu**2 for g in guarantees)))
+    parts, relation = one_relation(guarantees)
+    return GDP(math.sqrt(math.fsum(g.mu**2 for g in parts)), relation)
 
 
 def compose_rdp(guarantees: list[Guarantee]) -> RDP:
@@ -264,6 +376,7 @@ def compose_rdp(guarantees: list[Guarantee]) -> RDP:
     Curves known only at some orders (``RDP`` values) restrict the composition to the orders they
     share; every other guarantee is evaluated there.
     """
+    guarantees, relation = one_relation(guarantees)
     fixed = [g for g in guarantees if isinstance(g, RDP)]
     orders = ORDERS
     if fixed:
@@ -273,7 +386,7 @@ def compose_rdp(guarantees: list[Guarantee]) -> RDP:
         if not common:
             raise ValueError("RDP curves must share at least one order to be composed")
         orders = np.array(sorted(common))
-    return RDP(orders, np.sum([g.to_rdp(orders).epsilons for g in guarantees], axis=0))
+    return RDP(orders, np.sum([g.to_rdp(orders).epsilons for g in guarantees], axis=0), relation)
 
 
 def _pld_parts(g: Guarantee) -> bool:
@@ -283,7 +396,10 @@ def _pld_parts(g: Guarantee) -> bool:
 def compose_pld(guarantees: list[Guarantee], delta: float) -> float:
     """Epsilon at ``delta`` of the composition by privacy loss distributions: pure epsilon-DP as
     randomised response, mu-GDP as the Gaussian with sigma = 1/mu, Poisson-subsampled Gaussians
-    as themselves; equal parts are self-composed in one FFT."""
+    as themselves; equal parts are self-composed in one FFT. The parts must share one relation
+    (``compose`` converts them first)."""
+    if len({g.relation for g in guarantees}) > 1:
+        raise ValueError("compose_pld needs parts of one neighbouring relation")
     counts: dict[Guarantee, int] = {}
     for g in guarantees:
         counts[g] = counts.get(g, 0) + 1
@@ -299,7 +415,8 @@ def compose_pld(guarantees: list[Guarantee], delta: float) -> float:
 
 
 def compose(guarantees: list[Guarantee], delta: float) -> ApproxDP:
-    """The tightest (epsilon, delta)-DP implied by composing heterogeneous guarantees.
+    """The tightest (epsilon, delta)-DP implied by composing heterogeneous guarantees, under their
+    common relation (replace-one when they mix relations: ``one_relation``).
 
     ApproxDP parts are composed by basic composition (their deltas are spent first); the rest is
     composed along every valid route and the smallest epsilon is reported:
@@ -311,6 +428,7 @@ def compose(guarantees: list[Guarantee], delta: float) -> ApproxDP:
     """
     if not guarantees:
         raise ValueError("nothing to compose")
+    guarantees, relation = one_relation(guarantees)
     approx = [g for g in guarantees if isinstance(g, ApproxDP)]
     rest = [g for g in guarantees if not isinstance(g, ApproxDP)]
     eps0 = math.fsum(g.epsilon for g in approx)
@@ -318,9 +436,9 @@ def compose(guarantees: list[Guarantee], delta: float) -> ApproxDP:
     if not rest:
         if delta_left < 0:
             raise ValueError(f"the parts already spend delta {delta - delta_left:g} > {delta:g}")
-        return ApproxDP(eps0, delta - delta_left)
+        return ApproxDP(eps0, delta - delta_left, relation)
     if all(isinstance(g, PureDP) for g in rest):
-        return ApproxDP(eps0 + compose_pure(rest).epsilon, max(delta - delta_left, 0.0))
+        return ApproxDP(eps0 + compose_pure(rest).epsilon, max(delta - delta_left, 0.0), relation)
     check_delta(delta_left)
     candidates = []
     try:
@@ -336,4 +454,4 @@ def compose(guarantees: list[Guarantee], delta: float) -> ApproxDP:
         candidates.append(compose_pld(rest, delta_left))
     share = delta_left / len(rest)
     candidates.append(math.fsum(g.to_approx(share).epsilon for g in rest))
-    return ApproxDP(eps0 + min(candidates), delta)
+    return ApproxDP(eps0 + min(candidates), delta, relation)

@@ -12,6 +12,13 @@ distributions and basic composition, the smallest epsilon at the ledger's total 
 reservation whose release never completed still counts. Twenty 0.5-GDP releases thus cost
 sqrt(20) * 0.5-GDP, not twenty times its (epsilon, delta). Ledgers written before guarantees
 were stored are migrated in place: their entries are read as (epsilon, delta)-DP.
+
+Every entry keeps its neighbouring relation. The spent budget is stated under the entries'
+common relation; when they mix add/remove and replace-one it is stated under replace-one, each
+add/remove entry converted by group privacy (``Guarantee.to_replace_one``). Entries written
+before relations were stored are read as add/remove and converted to replace-one, which bounds
+them under replace-one whichever relation they were released under (sampling without replacement
+was always replace-one and is read as such).
 """
 
 from __future__ import annotations
@@ -23,7 +30,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .guarantees import ApproxDP, Guarantee, PureDP, compose, guarantee_from_dict
+from .guarantees import ApproxDP, Guarantee, PureDP, compose, guarantee_from_dict, one_relation
+from .relation import Relation
 
 
 class BudgetExceededError(RuntimeError):
@@ -162,14 +170,21 @@ class BudgetLedger:
     @staticmethod
     def _guarantees(con: sqlite3.Connection) -> list[Guarantee]:
         rows = con.execute("SELECT epsilon, delta, guarantee FROM entries ORDER BY id").fetchall()
-        return [guarantee_from_dict(json.loads(g)) if g is not None else _basic(e, d)
-                for e, d, g in rows]
+        return [_stored(e, d, g) for e, d, g in rows]
+
+    def relation(self) -> Relation | None:
+        """The neighbouring relation the spent budget is stated under (None while empty)."""
+        with self._transaction() as con:
+            parts = self._guarantees(con)
+        return one_relation(parts)[1] if parts else None
 
     def _tight(self, parts: list[Guarantee]) -> tuple[float, float]:
-        """(epsilon, delta) of the tightest composition: the basic sums when every part is pure
-        or approximate (they are tight then), else epsilon at the ledger's total delta."""
+        """(epsilon, delta) of the tightest composition under the entries' common relation (see
+        the module docstring): the basic sums when every part is pure or approximate (they are
+        tight then), else epsilon at the ledger's total delta."""
         if not parts:
             return 0.0, 0.0
+        parts = one_relation(parts)[0]
         if all(isinstance(g, (PureDP, ApproxDP)) for g in parts):
             return (math.fsum(g.epsilon for g in parts),
                     math.fsum(g.to_approx().delta for g in parts))
@@ -195,6 +210,7 @@ class BudgetLedger:
         delta the approximate entries leave."""
         with self._transaction() as con:
             parts = self._guarantees(con)
+        parts = one_relation(parts)[0] if parts else parts
         basic = [g for g in parts if isinstance(g, (PureDP, ApproxDP))]
         other = [g for g in parts if not isinstance(g, (PureDP, ApproxDP))]
         eps = math.fsum(g.epsilon for g in basic)
@@ -253,10 +269,9 @@ class BudgetLedger:
             cols = [c[0] for c in cur.description]
             rows = [dict(zip(cols, row)) for row in cur.fetchall()]
         for row in rows:
-            g = row.pop("guarantee")
-            g = guarantee_from_dict(json.loads(g)) if g is not None else _basic(row["epsilon"],
-                                                                                 row["delta"])
+            g = _stored(row["epsilon"], row["delta"], row.pop("guarantee"))
             row["guarantee"] = g.describe()
+            row["relation"] = g.relation.value
         return rows
 
     def integrity_ok(self) -> bool:
@@ -267,6 +282,23 @@ class BudgetLedger:
 
 def _basic(epsilon: float, delta: float) -> Guarantee:
     return PureDP(epsilon) if delta == 0 and epsilon > 0 else ApproxDP(epsilon, delta)
+
+
+def _stored(epsilon: float, delta: float, text: str | None) -> Guarantee:
+    """An entry's guarantee. One stored without a relation (older ledgers) is read as add/remove
+    and stated under replace-one, except sampling without replacement, which was always
+    replace-one (see the module docstring)."""
+    if text is None:
+        d = {k: v for k, v in _basic(epsilon, delta).as_dict().items() if k != "relation"}
+    else:
+        d = json.loads(text)
+    if "relation" in d:
+        return guarantee_from_dict(d)
+    subsampled_wor = (d.get("notion") == "subsampled_gaussian" and d.get("sample_rate", 1.0) < 1.0
+                      and d.get("sampling") == "without_replacement")
+    if subsampled_wor:
+        return guarantee_from_dict(d)
+    return guarantee_from_dict({**d, "relation": Relation.ADD_REMOVE.value}).to_replace_one()
 
 
 def _as_guarantee(cost: float | Guarantee, delta: float) -> Guarantee:

@@ -10,6 +10,9 @@ from conftest import MANIFOLDS, base_point
 from geodp.manifolds import SPD, Euclidean, Hyperbolic, KendallShape, Sphere
 from geodp.mechanisms import (EuclideanLaplace, NotNormalisableError, RiemannianLaplace,
                               metropolis_hastings, spd_critical_scale)
+from geodp.mechanisms.spd_laplace import (MAX_LOG_CONDITION, MAX_UNREPRESENTABLE, SPDEigenLaw,
+                                          UnrepresentableScaleError, spd2_representable_scale,
+                                          spd2_spread_tail, spd_from_polar)
 
 N = 4000
 ALPHA = 1e-3  # KS tests: fixed seeds; a correct sampler fails one with probability 1e-3
@@ -84,25 +87,78 @@ def test_direction_is_uniform(name):
         assert stats.kstest((c[:, j] + 1) / 2, stats.beta(a, a).cdf).pvalue > ALPHA
 
 
-@pytest.mark.parametrize("fraction", [0.05, 0.5, 0.92])
-def test_spd2_distance_law_is_struve(fraction):
-    """On SPD(2), |r| = rho(footpoint, Y) has density t e^(-t/s) L0(t/sqrt 2) (README notes)."""
-    from geodp.mechanisms.spd_laplace import SPDEigenLaw
-
-    m = MANIFOLDS["spd2"]
-    scale = fraction * spd_critical_scale(2)
-    p = base_point(m)
-    if fraction < 0.6:
-        d = m.dist(p, RiemannianLaplace(m, scale).sample(p, N, np.random.default_rng(2)))
-    else:
-        # near s_crit the draws have condition numbers beyond double precision: test r itself
-        r, _, _ = SPDEigenLaw(2, scale).sample(N, np.random.default_rng(2))
-        d = np.linalg.norm(r, axis=1)
+def struve_cdf(scale):
+    """CDF of rho(footpoint, Y) on SPD(2): density t e^(-t/s) L0(t/sqrt 2) (README notes)."""
     grid = np.linspace(1e-9, 400 * scale, 400_001)
     log_f = np.log(grid) - grid / scale + np.log(special.modstruve(0, grid / np.sqrt(2)))
     f = np.exp(log_f - log_f.max())
     cdf = integrate.cumulative_trapezoid(f, grid, initial=0.0)
-    assert stats.kstest(d, lambda t: np.interp(t, grid, cdf / cdf[-1])).pvalue > ALPHA
+    return lambda t: np.interp(t, grid, cdf / cdf[-1])
+
+
+@pytest.mark.parametrize("fraction", [0.05, 0.5, 0.92])
+def test_spd2_distance_law_is_struve(fraction):
+    """On SPD(2), |r| = rho(footpoint, Y) has the Struve law of ``struve_cdf``."""
+    m = MANIFOLDS["spd2"]
+    scale = fraction * spd_critical_scale(2)
+    p = base_point(m)
+    if scale <= spd2_representable_scale():
+        d = m.dist(p, RiemannianLaplace(m, scale).sample(p, N, np.random.default_rng(2)))
+    else:
+        # beyond the representable scale the matrices are refused: test r itself
+        r, _, _ = SPDEigenLaw(2, scale).sample(N, np.random.default_rng(2))
+        d = np.linalg.norm(r, axis=1)
+    assert stats.kstest(d, struve_cdf(scale)).pvalue > ALPHA
+
+
+SPD2_FEET = [np.eye(2), np.array([[2.0, 0.7], [0.7, 0.5]])]
+
+
+@pytest.mark.parametrize("scale", [0.3, 0.45, "bound"])
+def test_spd2_draws_are_positive_definite_and_exact_up_to_the_representable_scale(scale):
+    """Issue 28: 20000 draws, LAPACK's Cholesky accepts every one and the distance law holds."""
+    m = SPD(2)
+    scale = spd2_representable_scale() if scale == "bound" else scale
+    mech = RiemannianLaplace(m, scale)
+    for i, foot in enumerate(SPD2_FEET):
+        x = mech.sample(foot, 20000, np.random.default_rng(i))
+        np.linalg.cholesky(x)
+        assert np.all(np.linalg.eigvalsh(x)[:, 0] > 0)
+        assert stats.kstest(m.dist(foot, x), struve_cdf(scale)).pvalue > ALPHA
+
+
+@pytest.mark.parametrize("scale", [0.6, 1.0, 1.2, 1.35, 1.4])
+def test_spd2_scales_beyond_double_precision_are_refused_before_sampling(scale):
+    """At scale 1.0 0.4% of draws span more than e^32 (and no double matrix holds them as
+    positive definite beyond about e^35); 95% at 1.4."""
+    with pytest.raises(UnrepresentableScaleError, match=f"scale {scale:.4g} .* at most 0.495"):
+        RiemannianLaplace(SPD(2), scale)
+    assert issubclass(UnrepresentableScaleError, ValueError)
+    ball = RiemannianLaplace(SPD(2), scale, restrict_to=(np.eye(2), 2.0))
+    np.linalg.cholesky(ball.sample(np.eye(2), 100, np.random.default_rng(0)))
+
+
+def test_spd2_spread_tail_matches_the_sampled_law():
+    """The closed-form law of |r_1 - r_2| behind the refusal, against the exact sampler."""
+    scale = 1.0
+    r, _, _ = SPDEigenLaw(2, scale).sample(20000, np.random.default_rng(4))
+    spread = np.abs(r[:, 0] - r[:, 1])
+    grid = np.linspace(0.0, 60.0, 301)
+    cdf = np.array([1.0 - spd2_spread_tail(scale, c) if c > 0 else 0.0 for c in grid])
+    assert stats.kstest(spread, lambda c: np.interp(c, grid, cdf)).pvalue > ALPHA
+    assert spd2_spread_tail(spd2_representable_scale(), MAX_LOG_CONDITION) == pytest.approx(
+        MAX_UNREPRESENTABLE, rel=1e-3)
+
+
+def test_a_draw_beyond_double_precision_raises_instead_of_returning():
+    """Log-eigenvalues +-30 in 50 rotated frames: eigenvalue ratio e^60 > 1/machine epsilon, so
+    some are not positive definite once rounded; a representable batch passes."""
+    t = np.linspace(0.1, 1.5, 50)
+    frames = np.stack([np.stack([np.cos(t), np.sin(t)], -1), np.stack([-np.sin(t), np.cos(t)], -1)], -1)
+    wide = np.tile([30.0, -30.0], (50, 1))
+    with pytest.raises(UnrepresentableScaleError, match="scale 1.3 .* not positive definite"):
+        spd_from_polar(frames, wide, 1.3)
+    np.linalg.cholesky(spd_from_polar(frames, wide / 3, 1.3))
 
 
 def test_spd3_exact_matches_mcmc():
@@ -121,8 +177,6 @@ def test_spd3_exact_matches_mcmc():
 @pytest.mark.parametrize("n,fraction", [(3, 0.3), (3, 0.6), (4, 0.2)])
 def test_spd_exact_schemes_agree(n, fraction):
     """S1 and S2 are independent exact constructions of the same law of r."""
-    from geodp.mechanisms.spd_laplace import SPDEigenLaw
-
     rng = np.random.default_rng(n)
     draws = {}
     for method in ("S1", "S2"):

@@ -7,6 +7,7 @@ import json
 import math
 import sqlite3
 import time
+from fractions import Fraction
 from pathlib import Path
 
 import mpmath as mp
@@ -16,6 +17,7 @@ import pytest
 from geodp.privacy import (GDP, ApproxDP, BudgetExceededError, BudgetLedger, PLDAccountant, PureDP,
                            RDPAccountant, SubsampledGaussian, analytic_gaussian_sigma, compose,
                            composed_epsilon, gdp_epsilon, guarantee_from_dict, noise_multiplier_for)
+from geodp.privacy.guarantees import compose_pld
 from geodp.privacy.pld import (gaussian_pld, laplace_pld, pure_pld, subsampled_gaussian_pld)
 from geodp.privacy.rdp import ORDERS, _poisson_rdp
 
@@ -117,6 +119,38 @@ def test_pld_of_pure_dp_is_exact_at_delta_zero():
                     for j in range(k + 1) if (2 * j - k) * eps > e)
         assert exact <= acc.delta(e) <= exact * (1 + 1e-8) + 1e-15
     assert math.isinf(PLDAccountant().compose_gaussian(1.0).epsilon(0.0))
+
+
+def randomised_response_delta(e0: float, steps: int, eps: float) -> mp.mpf:
+    """Exact delta(eps) of ``steps`` randomised responses with losses +-e0, at 50 digits."""
+    mp.mp.dps = 50
+    e0, eps = mp.mpf(e0), mp.mpf(eps)
+    p = mp.exp(e0) / (1 + mp.exp(e0))
+    return mp.fsum(mp.binomial(steps, k) * p**k * (1 - p)**(steps - k)
+                   * (1 - mp.exp(eps - (2 * k - steps) * e0))
+                   for k in range(steps + 1) if (2 * k - steps) * e0 > eps)
+
+
+@pytest.mark.parametrize("e0", [0.5, 1.0, 2.0])
+@pytest.mark.parametrize("steps", [1, 2, 7])
+def test_pure_pld_epsilon_is_an_upper_bound_to_the_last_ulp(e0, steps):
+    acc = PLDAccountant().compose_pure(e0, steps)
+    for delta in (1e-8, 1e-5, 1e-3):
+        eps = acc.epsilon(delta)
+        assert randomised_response_delta(e0, steps, eps) <= delta
+        assert acc.delta(eps) <= delta
+    assert Fraction(acc.epsilon(0.0)) >= steps * Fraction(e0)
+    assert compose_pld([PureDP(e0)] * steps, 1e-8) == acc.epsilon(1e-8)
+
+
+@pytest.mark.parametrize("sigma,steps", [(1.0, 1), (2.0, 1), (3.0, 9)])
+def test_gaussian_pld_epsilon_is_an_upper_bound_in_high_precision(sigma, steps):
+    mp.mp.dps = 50
+    mu = mp.sqrt(steps) / sigma
+    acc = PLDAccountant().compose_gaussian(sigma, steps)
+    for delta in (1e-8, 1e-5):
+        e = mp.mpf(acc.epsilon(delta))
+        assert mp.ncdf(-e / mu + mu / 2) - mp.exp(e) * mp.ncdf(-e / mu - mu / 2) <= delta
 
 
 def test_single_mechanism_profiles_dominate_the_exact_ones():

@@ -14,7 +14,8 @@ from ..privacy.conversions import check_positive
 from .envelope import accumulate
 from .mcmc import MCMCDiagnostics, metropolis_hastings
 from .radial import NotNormalisableError, radial_law
-from .spd_laplace import LowAcceptanceError, SPDEigenLaw, haar_orthogonal
+from .spd_laplace import (LowAcceptanceError, SPDEigenLaw, check_representable, haar_orthogonal,
+                          spd_from_polar)
 
 
 @dataclass
@@ -77,7 +78,9 @@ class RiemannianLaplace:
     def _unrestricted_law(self):
         m = self.manifold
         if isinstance(m, AffineInvariantSPD):
-            return SPDEigenLaw(m.n, self.scale, self.min_acceptance)
+            law = SPDEigenLaw(m.n, self.scale, self.min_acceptance)
+            check_representable(m.n, self.scale)
+            return law
         return radial_law(m, self.scale)
 
     def log_density(self, footpoint: Array, m: Array) -> Array:
@@ -98,7 +101,7 @@ class RiemannianLaplace:
             u = haar_orthogonal(m.n, n, rng)
             l, _ = mx.cholesky(footpoint)
             lu = mx.matmul(l, u)
-            return mx.from_eig(np.exp(r), lu), acc, f"exact SPD polar decomposition ({method})"
+            return spd_from_polar(lu, r, self.scale), acc, f"exact SPD polar decomposition ({method})"
         radius, acc = self._law.sample(n, rng)
         direction = m.random_direction(footpoint, n if single else None, rng)
         radius = radius.reshape((n,) + (1,) * len(m.point_shape))

@@ -10,20 +10,40 @@ Two exact rejection samplers for r, in polar form r = t u, |u| = 1 (see ../share
 S1 bounds sinh(x) <= e^x / 2; S2 draws u from the normalised eigenvalues of a GOE matrix (density
 |Vandermonde(u)|) and t from the log-concave t^(n-1) e^(-t/s) sinh(t/sqrt 2)^M. A pilot run picks
 the better one.
+
+Representability: a draw whose eigenvalues (relative to its footpoint) span a ratio near
+1/machine epsilon has no double-precision matrix that LAPACK recognises as positive definite,
+however it is computed (rounding its entries alone moves the small eigenvalue past zero). On
+SPD(2) the spread |r_1 - r_2| has the closed-form law used by ``spd2_spread_tail``; scales at which
+it exceeds ``MAX_LOG_CONDITION`` with probability above ``MAX_UNREPRESENTABLE`` are refused.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy import optimize
+from scipy import integrate, optimize, special
 
 from ..manifolds._special import log_sinhc
 from .envelope import accumulate, rejection_sample, tangent_envelope
 from .radial import NotNormalisableError
 
 
+#: Largest accepted spread max(r) - min(r) of a draw's log-eigenvalues relative to its footpoint:
+#: e^32 ~ 8e13 leaves a factor 50 below 1/machine epsilon for the footpoint's own conditioning and
+#: the rounding of the product (draws of SPD(2) around well-conditioned footpoints first fail
+#: LAPACK's Cholesky at spreads near 35).
+MAX_LOG_CONDITION = 32.0
+#: Largest accepted probability that a draw exceeds ``MAX_LOG_CONDITION``: below any delta a release
+#: would accept, so the guard in the sampler (which raises rather than redraws) is never met.
+MAX_UNREPRESENTABLE = 1e-12
+
+
 class LowAcceptanceError(RuntimeError):
     """Every exact sampler would accept fewer than the minimum fraction of proposals."""
+
+
+class UnrepresentableScaleError(NotNormalisableError):
+    """The law exists, but its draws are too often beyond double-precision SPD matrices."""
 
 
 def spd_critical_scale(n: int) -> float:
@@ -33,6 +53,53 @@ def spd_critical_scale(n: int) -> float:
     return float(np.sqrt(12.0 / (n * (n * n - 1))))
 
 
+def _log_spread_density(x: np.ndarray | float, scale: float) -> np.ndarray:
+    """Log of the unnormalised density of d = |r_1 - r_2| / sqrt 2 on SPD(2):
+    d K_1(d / s) sinh(d / sqrt 2), the integral of e^(-|r|/s) sinh(|r_1 - r_2|/2) over
+    (r_1 + r_2) / sqrt 2."""
+    c = 1.0 / np.sqrt(2.0)
+    x = np.asarray(x, dtype=float)
+    return (np.log(x) + np.log(special.kve(1, x / scale)) - x / scale + c * x
+            + np.log(-np.expm1(-2.0 * c * x)))
+
+
+def spd2_spread_tail(scale: float, spread: float) -> float:
+    """P(|r_1 - r_2| > spread) for the Riemannian Laplace on SPD(2) at ``scale`` (by quadrature of
+    the closed-form density of ``_log_spread_density``, which keeps ten digits or more)."""
+    x0 = spread / np.sqrt(2.0)
+    top = float(np.max(_log_spread_density(np.geomspace(1e-9 * x0, x0, 400), scale)))
+
+    def f(x):
+        return np.exp(_log_spread_density(x, scale) - top)
+
+    above = integrate.quad(f, x0, np.inf, epsabs=0.0, epsrel=1e-10)[0]
+    below = integrate.quad(f, 0.0, x0, epsabs=0.0, epsrel=1e-10, limit=200)[0]
+    return above / (above + below)
+
+
+def spd2_representable_scale() -> float:
+    """The largest scale of SPD(2) at which a draw exceeds ``MAX_LOG_CONDITION`` with probability
+    at most ``MAX_UNREPRESENTABLE``."""
+    target = np.log(MAX_UNREPRESENTABLE)
+    return float(optimize.brentq(
+        lambda s: np.log(spd2_spread_tail(s, MAX_LOG_CONDITION)) - target,
+        0.1, 0.999 * spd_critical_scale(2), xtol=1e-6))
+
+
+def check_representable(n: int, scale: float) -> None:
+    """Refuse a scale of SPD(2) whose draws too often leave double precision (see the module
+    notes); no bound is computed for n > 2, where ``spd_from_polar`` still guards every draw."""
+    if n != 2 or spd2_spread_tail(scale, MAX_LOG_CONDITION) <= MAX_UNREPRESENTABLE:
+        return
+    raise UnrepresentableScaleError(
+        f"the Riemannian Laplace on SPD(2) at scale {scale:.4g} would release, with probability "
+        f"above {MAX_UNREPRESENTABLE:g}, matrices whose eigenvalues span more than "
+        f"e^{MAX_LOG_CONDITION:g} relative to the footpoint, which no double-precision "
+        f"positive-definite matrix can hold; scale must be at most "
+        f"{spd2_representable_scale():.4g}. Use a larger epsilon or more records (both lower the "
+        f"scale), or restrict the release to a ball (restrict_to)")
+
+
 def haar_orthogonal(n: int, size: int, rng: np.random.Generator) -> np.ndarray:
     """Haar-distributed orthogonal matrices: QR of a Gaussian matrix with the sign correction
     Q diag(sign(diag R)) (Mezzadri 2007); a plain QR is not Haar."""
@@ -40,6 +107,31 @@ def haar_orthogonal(n: int, size: int, rng: np.random.Generator) -> np.ndarray:
     d = np.sign(np.diagonal(r, axis1=-2, axis2=-1))
     d[d == 0] = 1.0
     return q * d[:, None, :]
+
+
+def spd_from_polar(lu: np.ndarray, r: np.ndarray, scale: float) -> np.ndarray:
+    """The draws Y = (L U) diag(e^r) (L U)^T, formed as B B^T with B = L U diag(e^(r/2)).
+
+    B B^T keeps Y symmetric and positive semi-definite up to the rounding of its entries, and
+    e^(r/2) overflows only where Y's entries would. A draw still not positive definite to LAPACK
+    (its eigenvalues span beyond double precision) is never returned nor redrawn, which would
+    change the law: the whole call raises ``UnrepresentableScaleError``; on SPD(2) the refused
+    scales keep this below ``MAX_UNREPRESENTABLE`` per draw around a well-conditioned footpoint.
+    """
+    b = lu * np.exp(0.5 * r)[..., None, :]
+    y = b @ np.swapaxes(b, -1, -2)
+    try:
+        if not np.all(np.isfinite(y)):
+            raise np.linalg.LinAlgError("overflow")
+        np.linalg.cholesky(y)
+    except np.linalg.LinAlgError:
+        raise UnrepresentableScaleError(
+            f"a draw of the Riemannian Laplace on SPD({lu.shape[-1]}) at scale {scale:.4g} is not "
+            f"positive definite in double precision (its eigenvalues, relative to the footpoint, "
+            f"span more than about 1/machine epsilon, or the footpoint is itself that "
+            f"ill-conditioned); nothing is released. Use a smaller scale (a larger epsilon or more "
+            f"records)") from None
+    return y
 
 
 def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -38,6 +38,17 @@ _EPS = np.finfo(float).eps
 ROUNDING_SLACK = 1e-10
 
 
+def _up(x: float) -> float:
+    """The next double above ``x``: an upper bound on a sum or product rounded to nearest into x."""
+    return math.nextafter(x, math.inf)
+
+
+def _grid_ceil(x: float, step: float) -> float:
+    """The smallest grid loss k * step (as the grid computes it) that is at least ``x``."""
+    k = math.ceil(x / step - 1e-9)
+    return (k + 1) * step if k * step < x else k * step
+
+
 def _fft_error(size: int, norms: float) -> float:
     """Bound on the l1 error of an FFT convolution of length ``size`` whose factors have l2 norms
     whose sum is ``norms``: ||dy||_1 <= sqrt(N) ||dy||_2 and ||dy||_2 <= 5 eps log2(N) (norms + 1)
@@ -111,7 +122,7 @@ class PrivacyLossDistribution:
         m1, m2 = self.mass(), other.mass()
         inf = self.infinity_mass * (m2 + other.infinity_mass) + m1 * other.infinity_mass
         return _truncated(self.step, self.offset + other.offset, np.maximum(pmf, 0.0), inf + err,
-                          self.max_loss + other.max_loss, self.pure and other.pure,
+                          _up(self.max_loss + other.max_loss), self.pure and other.pure,
                           self.errors + other.errors + err, tail_mass)
 
     def self_compose(self, count: int,
@@ -149,7 +160,7 @@ class PrivacyLossDistribution:
         m, i = self.mass(), self.infinity_mass
         inf = (m + i) ** count - m ** count
         return _truncated(self.step, lo, np.maximum(pmf, 0.0), inf + wrapped + err,
-                          count * self.max_loss, self.pure, count * self.errors + wrapped + err,
+                          _up(count * self.max_loss), self.pure, count * self.errors + wrapped + err,
                           tail_mass)
 
     def _chernoff_window(self, count: int, tail_mass: float) -> tuple[int, int]:
@@ -194,15 +205,23 @@ class PrivacyLossDistribution:
         return float(raw * (1 + ROUNDING_SLACK))
 
     def epsilon(self, delta: float) -> float:
-        """An upper bound on the smallest epsilon >= 0 for which the mechanism is (epsilon, delta)-DP."""
+        """An upper bound on the smallest epsilon >= 0 for which the mechanism is (epsilon, delta)-DP.
+
+        The profile is inverted in closed form on the grid interval where it crosses delta; the
+        result is then certified by ``delta``, which sums non-negative terms and so keeps its
+        relative accuracy (see ``_certified``).
+        """
         delta = float(delta)
         if not 0 <= delta < 1:
             raise ValueError(f"delta must lie in [0, 1), got {delta}")
         if delta == 0:
             return max(self.max_loss, 0.0) if self.pure else math.inf
-        delta = delta / (1 + ROUNDING_SLACK)
-        if self.infinity_mass >= delta:
+        if self.infinity_mass >= delta / (1 + ROUNDING_SLACK):
             return math.inf
+        return self._certified(self._inverse_profile(delta / (1 + ROUNDING_SLACK)), delta)
+
+    def _inverse_profile(self, delta: float) -> float:
+        """The epsilon >= 0 at which the computed profile equals ``delta`` (up to rounding)."""
         l, above, c = self._profile()
         prof = above - c + self.infinity_mass
         over = np.flatnonzero(prof > delta)
@@ -211,6 +230,24 @@ class PrivacyLossDistribution:
         j = over[-1]
         eps = float(l[j]) + math.log((above[j] + self.infinity_mass - delta) / c[j])
         return max(eps, 0.0)
+
+    def _certified(self, epsilon: float, delta: float) -> float:
+        """The smallest of epsilon, epsilon + g, epsilon + 3g, ... (g = 4 ulps of max(1, epsilon))
+        at which ``self.delta`` is at most ``delta``.
+
+        The closed-form inverse is accurate to a few ulps of max(1, epsilon) in absolute terms,
+        but delta(epsilon) = A - C cancels: A = P(L > epsilon) can exceed delta by orders of
+        magnitude, so an absolute error u in epsilon moves delta by about A u, which is far more
+        than the relative ``ROUNDING_SLACK`` when delta << A (at one randomised response with
+        e0 = 1 and delta = 1e-8, three ulps below the exact epsilon). Neither a fixed count of
+        ulps (too small near epsilon = 0) nor a relative margin (likewise) covers this, so the
+        result is certified by the profile itself, which has no cancellation.
+        """
+        gap = 4.0 * _EPS * max(1.0, epsilon)
+        while self.delta(epsilon) > delta:
+            epsilon += gap
+            gap *= 2.0
+        return epsilon
 
 
 def _truncated(step, offset, pmf, infinity_mass, max_loss, pure, errors,
@@ -297,7 +334,7 @@ def laplace_pld(scale: float, sensitivity: float = 1.0,
         return np.where(l >= e0, 1.0, np.where(inside(l), 1.0 - 0.5 * np.exp(-(e0 + l) / 2.0), 0.0))
 
     return from_cdfs(step, -e0, e0, cdf_p, lambda l: 1.0 - cdf_p(l), cdf_q,
-                     lambda l: 1.0 - cdf_q(l), math.ceil(e0 / step - 1e-9) * step, True)
+                     lambda l: 1.0 - cdf_q(l), _grid_ceil(e0, step), True)
 
 
 def pure_pld(epsilon: float, step: float = DEFAULT_STEP) -> PrivacyLossDistribution:
@@ -312,7 +349,7 @@ def pure_pld(epsilon: float, step: float = DEFAULT_STEP) -> PrivacyLossDistribut
 
     cdf_p, sf_p = step_fn(hi_q, hi_p)
     cdf_q, sf_q = step_fn(hi_p, hi_q)
-    return from_cdfs(step, -e, e, cdf_p, sf_p, cdf_q, sf_q, math.ceil(e / step - 1e-9) * step, True)
+    return from_cdfs(step, -e, e, cdf_p, sf_p, cdf_q, sf_q, _grid_ceil(e, step), True)
 
 
 def subsampled_gaussian_pld(noise_multiplier: float, sample_rate: float, direction: str,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import doctest
 import math
 from fractions import Fraction
 
@@ -11,6 +12,7 @@ import pytest
 from scipy import stats
 
 from geodp.manifolds import SPD, Euclidean, Sphere
+from geodp.mechanisms import discrete_gaussian
 from geodp.mechanisms.discrete_gaussian import (GRID_FRACTION, SecureTangentGaussian, bernoulli_exp,
                                                 discrete_gaussian_rho, grid_sensitivity,
                                                 round_to_grid, sample_discrete_gaussian,
@@ -157,6 +159,14 @@ def test_secure_sigma_for_rho(rho, delta, dim):
     assert noise.rho(delta) == got and noise.guarantee(delta) == ZCDP(got)
 
 
+def test_accounting_refusals():
+    for bad in (-0.1, math.nan, math.inf):
+        with pytest.raises(ValueError, match="sensitivity"):
+            secure_zcdp_rho(bad, 1.0, 0.01, 3)
+    with pytest.raises(ValueError):
+        grid_sensitivity(1.0, 0.0, 3)
+
+
 def test_secure_sigma_for_rho_refusals():
     with pytest.raises(ValueError, match="grid alone"):
         secure_sigma_for_rho(1e-8, 1.0, 1000)
@@ -208,3 +218,8 @@ def test_release_ignores_numpy_seed():
     np.random.seed(0)
     b = noise.sample_around(np.zeros(20), np.zeros(20))
     assert not np.array_equal(a, b)
+
+
+def test_docstring_example():
+    result = doctest.testmod(discrete_gaussian)
+    assert result.attempted > 0 and result.failed == 0

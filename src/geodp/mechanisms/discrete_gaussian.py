@@ -16,12 +16,12 @@ and of public parameters, so it is post-processing.
 Secure draws are *not reproducible by seed, on purpose*: no numpy generator is read or advanced,
 and a seed would make the noise predictable to whoever knows it.
 
-Guarantee (proved here; the multivariate discrete Gaussian bound of CKS Section 2)
---------------------------------------------------------------------------------
-Claim 1. For integers-valued queries q: X^n -> Z^d with ||q(x) - q(x')||_2 <= Delta for all
+Guarantee (CKS 2020, Section 2: their multivariate concentrated-DP theorem; proved in full)
+------------------------------------------------------------------------------------------
+Claim 1. For integer-valued queries q: X^n -> Z^d with ||q(x) - q(x')||_2 <= Delta for all
 neighbours x, x', the release q(x) + Y, Y_j ~ N_Z(0, s^2) independent, is rho-zCDP with
 rho = Delta^2 / (2 s^2): for every alpha > 1, D_alpha(M(x) || M(x')) <= alpha Delta^2 / (2 s^2).
-(This is the statement of CKS's multivariate theorem with equal sigma_j = s; the bound with the
+(This is CKS's multivariate theorem with all sigma_j = s. The bound with the
 extra tau terms, eps = min(sqrt(Delta_2^2/s^2 + ... tau), Delta_1/s + ... tau), is Kairouz, Liu &
 Steinke 2021, Prop. 14, for a *sum* of discrete Gaussians, which is not the law drawn here.)
 
@@ -218,6 +218,13 @@ def sample_discrete_gaussian(sigma2: Rational, size: int | tuple[int, ...] | Non
     return np.array(draws, dtype=np.int64).reshape(shape)
 
 
+def _check_sensitivity(sensitivity: float) -> float:
+    delta = float(sensitivity)
+    if not (math.isfinite(delta) and delta >= 0):
+        raise ValueError(f"sensitivity must be finite and non-negative, got {sensitivity}")
+    return delta
+
+
 def discrete_gaussian_rho(sensitivity: float, sigma: float) -> float:
     """rho = Delta^2 / (2 s^2) of q + N_Z(0, s^2)^d for an integer query (Claim 1 above).
 
@@ -233,9 +240,7 @@ def discrete_gaussian_rho(sensitivity: float, sigma: float) -> float:
     float
         rho such that the release is rho-zCDP (with relative slack ``ROUNDING_SLACK``).
     """
-    delta = float(sensitivity)
-    if not (math.isfinite(delta) and delta >= 0):
-        raise ValueError(f"sensitivity must be finite and non-negative, got {sensitivity}")
+    delta = _check_sensitivity(sensitivity)
     s = check_positive("sigma", float(sigma))
     return delta**2 / (2.0 * s**2) * (1.0 + ROUNDING_SLACK)
 
@@ -254,7 +259,7 @@ def grid_sensitivity(sensitivity: float, grid: Rational, dim: int) -> float:
     """
     if dim < 1:
         raise ValueError(f"dim must be a positive integer, got {dim}")
-    return float(sensitivity) / check_positive("grid", float(grid)) + math.sqrt(dim)
+    return _check_sensitivity(sensitivity) / check_positive("grid", float(grid)) + math.sqrt(dim)
 
 
 def secure_zcdp_rho(sensitivity: float, sigma: float, grid: Rational, dim: int) -> float:
@@ -390,6 +395,19 @@ class SecureTangentGaussian:
     Notes
     -----
     Draws come from ``secrets`` and are not reproducible by any seed, on purpose.
+
+    Examples
+    --------
+    T full-batch DP-RGD steps with clip C spend T rho in all (zCDP composition):
+
+    >>> from geodp.manifolds import Sphere
+    >>> sphere, rho_step, clip = Sphere(2), 0.05, 1.0
+    >>> noise = SecureTangentGaussian(sphere, secure_sigma_for_rho(rho_step, clip, sphere.dim))
+    >>> noise.rho(clip) <= rho_step, noise.sigma2_grid
+    (True, Fraction(1048576, 1))
+    >>> w, g = np.array([0.0, 0.0, 1.0]), np.array([0.3, -0.2, 0.0])
+    >>> noise.sample_around(w, g, size=5).shape
+    (5, 3)
     """
 
     def __init__(self, manifold: Manifold, sigma: float, grid: Rational | None = None):

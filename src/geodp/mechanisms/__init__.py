@@ -1,5 +1,6 @@
 """Privacy mechanisms on manifolds and their samplers."""
 
+from .discrete_gaussian import SecureTangentGaussian, secure_sigma_for_rho, secure_zcdp_rho
 from .euclidean import EuclideanLaplace, ambient_radius
 from .laplace import RiemannianLaplace, SamplerInfo
 from .mcmc import metropolis_hastings
@@ -11,4 +12,4 @@ from .wrapped import NotHadamardError, WrappedGaussian, WrappedLaplace
 __all__ = ["RiemannianLaplace", "EuclideanLaplace", "SamplerInfo", "ambient_radius",
            "metropolis_hastings", "NotNormalisableError", "LowAcceptanceError",
            "spd_critical_scale", "WrappedLaplace", "WrappedGaussian", "NotHadamardError",
-           "TangentGaussian"]
+           "TangentGaussian", "SecureTangentGaussian", "secure_zcdp_rho", "secure_sigma_for_rho"]

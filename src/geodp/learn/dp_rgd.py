@@ -33,8 +33,10 @@ import numpy as np
 
 from ..manifolds import Manifold
 from ..manifolds.base import Array, as_generator, represents_distance
+from ..mechanisms.discrete_gaussian import SecureTangentGaussian, secure_sigma_for_rho
 from ..mechanisms.tangent_gaussian import TangentGaussian
-from ..privacy import BudgetLedger, SubsampledGaussian, gdp_mu, noise_multiplier_for
+from ..privacy import ZCDP, BudgetLedger, Guarantee, SubsampledGaussian, gdp_mu, noise_multiplier_for
+from ..privacy.calibration import zcdp_rho_for
 from ..privacy.conversions import check_count, check_delta, check_positive
 from ..privacy.relation import Relation
 from ..progress import bar
@@ -140,11 +142,9 @@ class _Plan:
     bound: float
     sensitivity: float
     z: float
-    guarantee: SubsampledGaussian
-
-    @property
-    def sigma(self) -> float:
-        return self.z * self.sensitivity
+    sigma: float
+    guarantee: Guarantee
+    secure: bool = False
 
 
 def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array], data: Array,
@@ -155,7 +155,8 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
             replace_sensitivity: float | None = None, euclidean_grad: bool = False,
             loss: Callable[[Array, Array], float] | None = None,
             ledger: BudgetLedger | None = None, progress: bool | None = None,
-            label: str = "DP-RGD", domain: tuple[Array, float] | None = None) -> Release:
+            label: str = "DP-RGD", domain: tuple[Array, float] | None = None,
+            secure: bool = False) -> Release:
     """(epsilon, delta)-DP Riemannian (stochastic) gradient descent on ``manifold``.
 
     Neighbouring relation: Poisson sampling (``batch_size`` given, ``sampling="poisson"``) is
@@ -208,11 +209,19 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
         projected variant; post-processing, so the guarantee is unchanged).
     progress : bool, optional
         A progress bar over the steps on stderr (default: ``geodp.progress.showing``).
+    secure : bool
+        Discrete Gaussian noise on a fine grid of orthonormal tangent coordinates, drawn from the
+        operating system's secure source (``SecureTangentGaussian``; Canonne, Kamath & Steinke
+        2020), against floating-point attacks on continuous noise (Mironov 2012). Each step is
+        rho-zCDP with the grid's rounding charged to the sensitivity; the T steps compose to
+        T rho-zCDP, with no amplification by subsampling, calibrated so that they are
+        (epsilon, delta)-DP. Not reproducible by ``rng`` (the step's batch still is).
 
     Returns
     -------
     Release
-        ``guarantee`` a ``SubsampledGaussian`` (noise multiplier, sample rate, steps, relation),
+        ``guarantee`` a ``SubsampledGaussian`` (noise multiplier, sample rate, steps, relation;
+        a ``ZCDP`` with ``secure=True``),
         ``sensitivity`` of the per-step gradient sum, ``scale`` the noise standard deviation on
         it; public ``parameters``, and non-private ``diagnostics`` (clipped gradients, losses).
 
@@ -232,7 +241,7 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
     """
     w, data, domain = _check_inputs(manifold, data, init, domain, output, sampling)
     plan = _calibrate(data, epsilon, delta, steps, batch_size, sampling, clip, lipschitz,
-                      replace_sensitivity)
+                      replace_sensitivity, manifold if secure else None)
     schedule = lr if callable(lr) else (lambda t, lr=check_positive("lr", lr): lr)
     if domain is not None:
         _check_steps_representable(manifold, domain, max(abs(float(schedule(t))) for t in range(steps))
@@ -273,8 +282,9 @@ def _check_inputs(manifold: Manifold, data, init, domain, output: str, sampling:
 
 
 def _calibrate(data, epsilon, delta, steps, batch_size, sampling, clip, lipschitz,
-               replace_sensitivity) -> _Plan:
-    """The relation, the per-step sensitivity and the noise multiplier for the target."""
+               replace_sensitivity, secure: Manifold | None) -> _Plan:
+    """The relation, the per-step sensitivity and the noise for the target (the secure grid's
+    noise on the manifold ``secure``, or the continuous Gaussian's when None)."""
     epsilon = check_positive("epsilon", epsilon)
     delta = check_delta(delta)
     steps = check_count("steps", steps, 1)
@@ -302,10 +312,15 @@ def _calibrate(data, epsilon, delta, steps, batch_size, sampling, clip, lipschit
                              f"{2.0 * bound:.6g} (the triangle inequality), got {sensitivity:.6g}")
     elif not replace_one:
         sensitivity = bound
+    relation = Relation.REPLACE_ONE if replace_one else Relation.ADD_REMOVE
+    if secure is not None:
+        sigma = secure_sigma_for_rho(zcdp_rho_for(epsilon, delta) / steps, sensitivity, secure.dim)
+        rho = SecureTangentGaussian(secure, sigma).rho(sensitivity)
+        return _Plan(n, rate, expected, replace_one, bound, sensitivity, sigma / sensitivity, sigma,
+                     ZCDP(steps * rho, relation), True)
     z = _noise_multiplier(epsilon, delta, rate, steps, sampling)
-    guarantee = SubsampledGaussian(z, rate, steps, sampling if rate < 1.0 else "poisson",
-                                   Relation.REPLACE_ONE if replace_one else Relation.ADD_REMOVE)
-    return _Plan(n, rate, expected, replace_one, bound, sensitivity, z, guarantee)
+    guarantee = SubsampledGaussian(z, rate, steps, sampling if rate < 1.0 else "poisson", relation)
+    return _Plan(n, rate, expected, replace_one, bound, sensitivity, z, z * sensitivity, guarantee)
 
 
 def _step_gradients(manifold: Manifold, per_sample_grad: Callable, euclidean_grad: bool, bound: float,
@@ -361,7 +376,7 @@ def _diagnostic_loss(loss: Callable, w: Array, data, errors: list[str]) -> float
 def _descend(manifold, data, w, plan: _Plan, step_gradients, schedule, steps, output, batch_size,
              rng, domain, loss, meter) -> tuple[Array, int, dict | None]:
     """The T noisy steps: (the output iterate, gradients clipped, the loss diagnostics)."""
-    noise = TangentGaussian(manifold, plan.sigma)
+    noise = (SecureTangentGaussian if plan.secure else TangentGaussian)(manifold, plan.sigma)
     pick = int(rng.integers(steps)) if output == "random" else -1
     chosen, average = (w if pick == 0 else None), None
     trace, errors = ([] if loss is not None else None), []
@@ -381,7 +396,8 @@ def _descend(manifold, data, w, plan: _Plan, step_gradients, schedule, steps, ou
                 batch = data[rng.random(plan.n) < plan.rate]
             total, clipped = step_gradients(w, batch)
         clipped_total += clipped
-        w = manifold.exp(w, -schedule(t) * (total + noise.sample(w, rng=rng)) / plan.expected)
+        noisy = noise.sample_around(w, total) if plan.secure else total + noise.sample(w, rng=rng)
+        w = manifold.exp(w, -schedule(t) * noisy / plan.expected)
         if domain is not None:
             w = into_ball(manifold, w, *domain)[0]
         if t + 1 == pick:
@@ -404,7 +420,8 @@ def _release(plan: _Plan, value, clipped: int, losses, steps, sampling, output, 
         "sampling": sampling if plan.rate < 1.0 else "full batch",
         "noise_multiplier": plan.z, "sigma_sum": plan.sigma, "sigma_step": plan.sigma / plan.expected,
         "divisor": plan.expected, "clip" if clipping else "lipschitz": plan.bound,
-        "accountant": "exact Gaussian (GDP)" if plan.rate == 1.0 else
+        "accountant": "zCDP (secure discrete Gaussian)" if plan.secure else
+                      "exact Gaussian (GDP)" if plan.rate == 1.0 else
                       ("PLD" if sampling == "poisson" else "RDP"),
     }
     diagnostics: dict = {"clipped_gradients" if clipping else "gradients_above_lipschitz": clipped}

@@ -34,7 +34,8 @@ def private_pca(data: Array, epsilon: float, delta: float, norm_bound: float,
                 steps: int = 100, lr: float | None = None, init: Array | None = None,
                 clip_data: bool = False, batch_size: int | None = None,
                 output: str = "last", rng: np.random.Generator | int | None = None, *,
-                ledger: BudgetLedger | None = None, progress: bool | None = None) -> Release:
+                ledger: BudgetLedger | None = None, progress: bool | None = None,
+                secure: bool = False) -> Release:
     """An (epsilon, delta)-DP leading eigenvector of (1/n) sum_i z_i z_i^T, a unit vector.
 
     Neighbouring relation: replace-one (n public) for the full batch (the default) and for
@@ -44,7 +45,8 @@ def private_pca(data: Array, epsilon: float, delta: float, norm_bound: float,
     ``norm_bound`` is a public bound B on |z_i| (not computed from the data): rows above it raise,
     or with ``clip_data=True`` are scaled back to norm B (their count is in the release).
     ``lr`` defaults to 1 / (2 B^2); ``init`` (public) defaults to a uniform random unit vector.
-    The sign of the eigenvector is arbitrary.
+    The sign of the eigenvector is arbitrary. ``secure=True`` draws discrete Gaussian noise from
+    the operating system (see ``dp_rsgd``).
     """
     z = np.asarray(data, dtype=float)
     if z.ndim != 2 or z.shape[1] < 2:
@@ -66,7 +68,7 @@ def private_pca(data: Array, epsilon: float, delta: float, norm_bound: float,
     rel = dp_rsgd(sphere, pca_gradients, z, epsilon, delta, steps, batch_size=batch_size,
                   lr=1.0 / (2.0 * bound**2) if lr is None else lr, init=init, output=output,
                   rng=rng, lipschitz=bound**2, loss=pca_loss, ledger=ledger, progress=progress,
-                  label="private PCA")
+                  label="private PCA", secure=secure)
     rel.parameters.update(norm_bound=bound)
     rel.diagnostics.update(rows_scaled_to_bound=int(over.sum()))
     return rel

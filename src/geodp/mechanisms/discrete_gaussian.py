@@ -298,8 +298,8 @@ def secure_sigma_for_rho(rho: float, sensitivity: float, dim: int,
     rho-zCDP for a query of L2 sensitivity ``sensitivity``.
 
     rho = (Delta + gamma sqrt(d))^2 / (2 sigma^2) = (Delta/sigma + f sqrt(d))^2 / 2 solves to
-    sigma = Delta / (sqrt(2 rho) - f sqrt(d)); the float is then raised ulp by ulp until
-    ``secure_zcdp_rho`` confirms it. The grid-unit scale is s = 1/grid_fraction, exactly.
+    sigma = Delta / (sqrt(2 rho) - f sqrt(d)); the float, raised by the rounding slack of
+    ``secure_zcdp_rho``, is then raised ulp by ulp until ``secure_zcdp_rho`` confirms it. The grid-unit scale is s = 1/grid_fraction, exactly.
 
     Parameters
     ----------
@@ -325,7 +325,7 @@ def secure_sigma_for_rho(rho: float, sensitivity: float, dim: int,
     if room <= 0:
         raise ValueError(f"rho = {rho:g} is below the {f**2 * dim / 2:g} the grid alone costs at "
                          f"d = {dim}: use a smaller grid_fraction")
-    sigma = delta / room
+    sigma = delta / room * (1.0 + ROUNDING_SLACK)  # rho carries that slack: start past it
     while secure_zcdp_rho(delta, sigma, sigma * f, dim) > rho:
         sigma = math.nextafter(sigma, math.inf)
     return sigma

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .conversions import check_delta, check_positive, gdp_mu
@@ -47,3 +49,23 @@ def rdp_sigma(alpha: float, epsilon: float, sensitivity: float = 1.0) -> float:
 def laplace_scale(epsilon: float, sensitivity: float = 1.0) -> float:
     """b = D / eps: the Laplace (and K-norm) mechanism is eps-DP."""
     return check_positive("sensitivity", sensitivity) / check_positive("epsilon", epsilon)
+
+
+@functools.lru_cache(maxsize=256)
+def zcdp_rho_for(epsilon: float, delta: float) -> float:
+    """The largest rho (to 1e-12 relative) whose rho-zCDP implies (epsilon, delta)-DP by the RDP
+    conversion of ``ZCDP.to_approx`` (Canonne, Kamath & Steinke 2020, Prop. 12, on geodp's
+    orders); epsilon at rho grows with rho, so bisection finds it and the answer is checked."""
+    from .guarantees import ZCDP
+
+    epsilon, delta = check_positive("epsilon", epsilon), check_delta(delta)
+    lo, hi = 1e-12, max(epsilon, 1.0)
+    while ZCDP(hi).to_approx(delta).epsilon <= epsilon:
+        lo, hi = hi, 2.0 * hi
+    if ZCDP(lo).to_approx(delta).epsilon > epsilon:
+        raise ValueError(f"epsilon = {epsilon:g} at delta = {delta:g} is below what any zCDP "
+                         f"guarantee above rho = 1e-12 gives")
+    while hi - lo > 1e-12 * hi:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if ZCDP(mid).to_approx(delta).epsilon <= epsilon else (lo, mid)
+    return lo

@@ -237,6 +237,17 @@ def open_ledger(path: str | None):
     return BudgetLedger(path)
 
 
+@contextmanager
+def flag_spelling() -> Iterator[None]:
+    """Refusals of approximate samplers name the command-line flag, not the Python keyword."""
+    from .mechanisms import ApproximateSamplerRefused
+
+    try:
+        yield
+    except ApproximateSamplerRefused as exc:
+        raise exc.spelled("--allow-approximate") from None
+
+
 def cmd_release_mean(args: argparse.Namespace) -> None:
     from .learn import private_frechet_mean
 
@@ -249,14 +260,14 @@ def cmd_release_mean(args: argparse.Namespace) -> None:
     if (args.rdp_alpha is None) != (args.rdp_epsilon is None):
         raise SystemExit("--rdp-alpha and --rdp-epsilon go together")
     rdp = None if args.rdp_alpha is None else (args.rdp_alpha, args.rdp_epsilon)
-    with dask_cluster(args):
+    with dask_cluster(args), flag_spelling():
         rel = private_frechet_mean(manifold, points, args.epsilon, center, radius,
                                    mechanism=args.mechanism, clip=args.clip, ledger=ledger,
                                    rng=args.seed, restrict=args.restrict, delta=args.delta,
                                    mu=args.mu, rdp=rdp, footpoint=footpoint,
                                    tangent_sensitivity=args.tangent_sensitivity,
                                    footpoint_budget=args.footpoint_budget, steps=args.steps,
-                                   lr=args.lr)
+                                   lr=args.lr, allow_approximate=args.allow_approximate)
     emit({"manifold": repr(manifold), "data": args.data, "radius": radius,
           "ball": origin, **rel.as_dict()})
 
@@ -311,11 +322,13 @@ def cmd_release_regression(args: argparse.Namespace) -> None:
                          "computed from the data)")
     center = None if args.center is None else read_center(args.center, manifold)
     ledger = open_ledger(args.ledger)
-    rel = private_geodesic_regression(manifold, x, y, args.epsilon, args.tau, x_range, args.v_max,
-                                      center=center, radius=args.radius, rng=args.seed,
-                                      release=args.release, clip=args.clip, ledger=ledger,
-                                      footpoint_budget=args.footpoint_budget,
-                                      max_steps=args.max_steps)
+    with flag_spelling():
+        rel = private_geodesic_regression(manifold, x, y, args.epsilon, args.tau, x_range, args.v_max,
+                                          center=center, radius=args.radius, rng=args.seed,
+                                          release=args.release, clip=args.clip, ledger=ledger,
+                                          footpoint_budget=args.footpoint_budget,
+                                          max_steps=args.max_steps,
+                                          allow_approximate=args.allow_approximate)
     emit({"manifold": repr(manifold), "data": args.data, "n": len(x), **rel.as_dict()})
 
 
@@ -519,6 +532,9 @@ DASK.add_argument("--workers", type=int, metavar="N",
 RELEASE = argparse.ArgumentParser(add_help=False, parents=[QUIET])
 RELEASE.add_argument("--ledger", help="budget ledger to charge (see 'geodp budget')")
 RELEASE.add_argument("--seed", type=int, help="seed for reproducible noise (default: OS entropy)")
+APPROXIMATE_HELP = ("where no exact sampler can draw the release, release the state of "
+                    "Metropolis-Hastings chains (epsilon-DP for the target law; the chain's output "
+                    "is approximate; R-hat and ESS in the diagnostics) instead of refusing")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -573,6 +589,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--clip", action="store_true", help="move points outside the ball onto it")
     p.add_argument("--restrict", action="store_true",
                    help="condition the output on the data ball (Theorem 3; doubles the scale)")
+    p.add_argument("--allow-approximate", action="store_true", help=APPROXIMATE_HELP)
     p.set_defaults(func=cmd_release_mean)
 
     p = rsub.add_parser("regression", formatter_class=HELP, parents=[RELEASE],
@@ -597,6 +614,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--clip", action="store_true", help="clip covariates into --x-range")
     p.add_argument("--max-steps", type=int,
                    help="most steps the sampler's chains may run on to mix (default 3200)")
+    p.add_argument("--allow-approximate", action="store_true", help=APPROXIMATE_HELP)
     p.set_defaults(func=cmd_release_regression)
 
     p = rsub.add_parser("pca", formatter_class=HELP, parents=[RELEASE],

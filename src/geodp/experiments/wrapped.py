@@ -46,7 +46,8 @@ def _summary(err: np.ndarray) -> tuple[float, float, int]:
 
 def _laplace_errors(m, means, scale, rng) -> np.ndarray | None:
     try:
-        mech = RiemannianLaplace(m, scale)
+        # near s_crit the paper's Laplace is drawn by MCMC, started in the data's public ball
+        mech = RiemannianLaplace(m, scale, allow_approximate=True, chain_ball=(np.eye(m.n), RADIUS))
     except NotNormalisableError:
         return None
     draws = mech.sample(means, rng=rng)

@@ -193,7 +193,7 @@ def test_chart_chains_start_at_uniform_draws_on_the_domain():
     """The chains start at draws of the uniform law on the domain (which does not depend on the
     data), mapped into the chart's coordinates, where the chains' target is finite, whatever the
     chart's centre (here a point on the ball's edge, as a fit moved onto it is)."""
-    from geodp.mechanisms.kng import _Chart, _ChartChains, _uniform_starts
+    from geodp.mechanisms.kng import _Chart, _ChartChains, _inside
 
     m = SPD(2)
     domain = BundleDomain(m, np.eye(2), 1.0, 1.0)
@@ -203,10 +203,10 @@ def test_chart_chains_start_at_uniform_draws_on_the_domain():
         return np.where(domain.contains(states), 0.0, -np.inf)
 
     chains = _ChartChains(_Chart(domain, edge), log_target, None, None, None)
-    states, delta = _uniform_starts(domain, chains, 64, np.random.default_rng(0))
-    again, _ = _uniform_starts(domain, chains, 64, np.random.default_rng(0))
+    drawn = domain.uniform(64, np.random.default_rng(0))
+    states, delta = _inside(domain, chains, drawn, np.random.default_rng(1))
     assert np.all(domain.contains(states)) and np.all(np.isfinite(chains.log_target(delta)))
-    assert np.allclose(chains.states(delta), states) and np.array_equal(states, again)
+    assert np.allclose(chains.states(delta), states) and np.array_equal(states, drawn)
 
 
 def test_independence_proposal_draws_follow_its_density():

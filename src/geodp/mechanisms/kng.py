@@ -441,6 +441,8 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
     """
     m = domain.manifold
     check_max_steps(max_steps, burn_in + trace_length)
+    chains = max(chains, size)
+    starts = domain.uniform(chains, rng)  # drawn before the data are read: the same for any data
 
     def grad_norm(p, v):
         g = gradient(p, v)
@@ -498,13 +500,12 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
                                                              max_step)[:, None]
         return c[0, 0] * z[0] + c[0, 1] * z[1], c[1, 0] * z[0] + c[1, 1] * z[1]
 
-    chains = max(chains, size)
     step0 = scale * np.sqrt(2.0 * m.dim)
     if m.injectivity_radius == np.inf:
         space = _ChartChains(chart, log_target, increments, draw_coordinates, log_q)
     else:
         space = _BundleChains(chart, log_target, increments, draw_coordinates, log_q)
-    starts, init = _uniform_starts(domain, space, chains, rng)
+    starts, init = _inside(domain, space, starts, rng)
     state, diag = run_chains(init, space.log_target, space.propose, rng, burn_in, trace_length,
                              step0, max_step, None, target_rate=0.25)
     steps = burn_in + trace_length
@@ -542,12 +543,12 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
         "independence proposal (approximate)", False, diag.acceptance_rate, diag, notes)
 
 
-def _uniform_starts(domain: BundleDomain, space, chains: int, rng: np.random.Generator,
-                    tries: int = 100) -> tuple[Array, Array]:
-    """Starts of the chains drawn from the uniform law on the domain, which does not depend on the
-    data: as states and in the chains' space (``space.from_states``). Draws on the domain's edge
+def _inside(domain: BundleDomain, space, states: Array, rng: np.random.Generator,
+            tries: int = 100) -> tuple[Array, Array]:
+    """The chains' starts, draws of the uniform law on the domain (which does not depend on the
+    data), as states and in the chains' space (``space.from_states``); draws on the domain's edge
     that rounding moves out of it are drawn again."""
-    states = domain.uniform(chains, rng)
+    states = np.array(states)
     for _ in range(tries):
         init = space.from_states(states)
         out = ~np.isfinite(space.log_target(init))

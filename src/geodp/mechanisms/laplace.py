@@ -37,6 +37,16 @@ class SamplerInfo:
         return out
 
 
+def _ball_starts(manifold: Manifold, center: Array, radius: float, k: int, rng) -> Array:
+    """k points Exp_center(t u), u uniform on the unit sphere of T_center, t = radius U^(1/dim):
+    uniform in the ball of normal coordinates at ``center``, a law that needs neither the data nor
+    rejection (the Riemannian-uniform law of ``random_ball`` rejects nearly everything on a wide
+    ball of SPD, whose volume grows exponentially)."""
+    c = rng.standard_normal((k, manifold.dim))
+    c *= (radius * rng.random(k) ** (1.0 / manifold.dim) / np.linalg.norm(c, axis=1))[:, None]
+    return manifold.exp(center, manifold.from_coords(center, c))
+
+
 class RiemannianLaplace:
     """Density proportional to exp(-rho(footpoint, m) / scale) w.r.t. the Riemannian volume.
 
@@ -52,7 +62,7 @@ class RiemannianLaplace:
     unrestricted law and the uniform law on the ball. When every exact sampler would accept fewer
     than ``min_acceptance`` of its proposals, ``sample`` raises ``ApproximateSamplerRefused``,
     unless ``allow_approximate=True``: random-walk Metropolis-Hastings then takes over (at least
-    ``MIN_CHAINS`` chains started uniformly in the public ``chain_ball``, by default the
+    ``MIN_CHAINS`` chains started in the public ``chain_ball``, by default the
     restriction ball; an ``ApproximateSamplerWarning`` when R-hat or ESS fail their thresholds)
     and ``last_info.exact`` is False. ``check_exact`` takes that decision from the public
     parameters before any data are read (see there for what it cannot decide).
@@ -197,8 +207,9 @@ class RiemannianLaplace:
     def _mcmc(self, footpoint: Array, n: int, rng) -> tuple[Array, MCMCDiagnostics]:
         """n approximate draws around one footpoint, or one around each of n stacked footpoints,
         from at least ``MIN_CHAINS`` chains (stacked footpoints repeated as needed), all in one
-        vectorised run. The chains start uniformly in the public ``chain_ball``, a law that does
-        not depend on the data; an ``ApproximateSamplerWarning`` when they fail their checks."""
+        vectorised run. The chains start in the public ``chain_ball`` (``_ball_starts``), a law
+        that does not depend on the data; an ``ApproximateSamplerWarning`` when they fail their
+        checks."""
         m = self.manifold
         if self.chain_ball is None:
             raise ValueError("approximate draws of the unrestricted Riemannian Laplace need "
@@ -209,7 +220,7 @@ class RiemannianLaplace:
             targets = np.broadcast_to(footpoint, (max(n, MIN_CHAINS),) + m.point_shape)
         else:
             targets = np.concatenate([footpoint] * -(-MIN_CHAINS // n))
-        start = m.random_ball(*self.chain_ball, len(targets), rng)
+        start = _ball_starts(m, *self.chain_ball, len(targets), rng)
         x, diag = metropolis_hastings(
             m, lambda y: self.log_density(targets, y), start, rng, burn_in=self.mcmc_burn_in,
             step=min(self.scale, 0.25 * m.injectivity_radius),

@@ -151,7 +151,7 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     >>> from geodp.manifolds import Sphere
     >>> m = Sphere(2)
     >>> rng = np.random.default_rng(0)
-    >>> x = rng.uniform(0, 1, 500)
+    >>> x = rng.uniform(0, 1, 100)
     >>> y = m.exp(np.array([0., 0, 1]), x[:, None] * np.array([0.5, 0, 0]))
     >>> rel = private_geodesic_regression(m, x, y, 1.0, tau=0.5, x_range=(0, 1), v_max=1.0, rng=0)
     >>> sorted(rel.value)

@@ -387,6 +387,26 @@ def _knorm_mixture(centre: Array, b: Array, b_inv: Array, scale: float, balls=()
     return draw, log_density
 
 
+def _exact_instead_of_chains(rate: float, min_acceptance: float, exact_only: bool,
+                             allow_approximate: bool) -> bool:
+    """Where the uniform pilot accepts ``rate`` < ``min_acceptance``: whether the slower exact
+    sampler runs instead of chains (approximate draws not allowed, ``rate`` at least
+    FALLBACK_ACCEPTANCE); raises where neither may run."""
+    if exact_only:
+        raise ValueError(f"exact K-norm gradient draws were asked for, but uniform proposals on the "
+                         f"domain accept about {rate:.1e} of draws, below {min_acceptance:g}")
+    if allow_approximate:
+        return False
+    if rate >= FALLBACK_ACCEPTANCE:
+        return True
+    raise ApproximateSamplerRefused(
+        f"exact rejection from the uniform law on the public domain would accept fewer than "
+        f"{FALLBACK_ACCEPTANCE:g} of its proposals (a check on the data: a ledger keeps the "
+        f"reservation of this release)",
+        ["a narrower public domain (a smaller v_max or footpoint radius), which uniform proposals "
+         "cover better"])
+
+
 def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale: float,
                   rng: np.random.Generator, precondition: Array | None = None, chains: int = 8,
                   burn_in: int = 200, trace_length: int = 100, size: int = 1,
@@ -474,18 +494,9 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
         rate = (rate * quarter + uniform_acceptance(PILOT - quarter) * (PILOT - quarter)) / PILOT
     if rate >= min_acceptance:
         return exact(rate, [])
-    if exact_only:
-        raise ValueError(f"exact K-norm gradient draws were asked for, but uniform proposals on the "
-                         f"domain accept about {rate:.1e} of draws, below {min_acceptance:g}")
-    if not allow_approximate and rate >= FALLBACK_ACCEPTANCE:
+    if _exact_instead_of_chains(rate, min_acceptance, exact_only, allow_approximate):
         return exact(rate, [f"exact uniform proposals accept fewer than {min_acceptance:g} of draws: "
                             f"drawn exactly all the same (approximate draws were not allowed)"])
-    if not allow_approximate:
-        raise ApproximateSamplerRefused(
-            f"exact rejection from the uniform law on the public domain would accept fewer than "
-            f"{FALLBACK_ACCEPTANCE:g} of its proposals (a check on the data: a ledger keeps the "
-            f"reservation of this release)", ["a narrower public domain (a smaller v_max or "
-                                               "footpoint radius), which uniform proposals cover better"])
 
     c = np.eye(2) if precondition is None else np.asarray(precondition, dtype=float)
     mask = [float(i in domain.parts) for i in (0, 1)]

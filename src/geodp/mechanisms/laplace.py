@@ -85,7 +85,8 @@ class RiemannianLaplace:
                 raise ValueError(f"the restriction radius must lie in (0, "
                                  f"{manifold.injectivity_radius:g}], got {radius}")
             self.restrict_to = (center, radius)
-            self.chain_ball = self.chain_ball or self.restrict_to
+            if self.chain_ball is None:
+                self.chain_ball = self.restrict_to
         self._law = None
         try:
             self._law = self._unrestricted_law()
@@ -192,7 +193,7 @@ class RiemannianLaplace:
         if self.restrict_to is None:
             return ApproximateSamplerRefused(
                 f"the exact samplers of {what} accept fewer than {self.min_acceptance:g} of their "
-                f"proposals (the scale is close to the largest at which the law exists)",
+                f"proposals (as happens near the largest scale at which the law exists)",
                 ["a larger epsilon (a smaller scale)", "the exponential-wrapped Laplace"])
         where = ("at the release's footpoint (a check on the data: a ledger keeps the reservation "
                  "of this release)" if after_data else "even at the ball's center, where they "

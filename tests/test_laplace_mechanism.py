@@ -238,7 +238,8 @@ def test_restricted_law_is_the_conditional_law():
 
 def test_mcmc_fallback_is_reported():
     m = SPD(3)
-    mech = RiemannianLaplace(m, 0.4, min_acceptance=0.9, mcmc_burn_in=300)
+    mech = RiemannianLaplace(m, 0.4, min_acceptance=0.9, mcmc_burn_in=300, allow_approximate=True,
+                             chain_ball=(np.eye(3), 1.0))
     x = mech.sample(np.eye(3), 20, np.random.default_rng(0))
     assert x.shape == (20, 3, 3)
     assert not mech.last_info.exact and "exact samplers were not used" in mech.last_info.notes[0]

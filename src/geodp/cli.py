@@ -237,6 +237,17 @@ def open_ledger(path: str | None):
     return BudgetLedger(path)
 
 
+@contextmanager
+def flag_spelling() -> Iterator[None]:
+    """Refusals of approximate samplers name the command-line flag, not the Python keyword."""
+    from .mechanisms import ApproximateSamplerRefused
+
+    try:
+        yield
+    except ApproximateSamplerRefused as exc:
+        raise exc.spelled("--allow-approximate") from None
+
+
 def cmd_release_mean(args: argparse.Namespace) -> None:
     from .learn import private_frechet_mean
 
@@ -249,14 +260,14 @@ def cmd_release_mean(args: argparse.Namespace) -> None:
     if (args.rdp_alpha is None) != (args.rdp_epsilon is None):
         raise SystemExit("--rdp-alpha and --rdp-epsilon go together")
     rdp = None if args.rdp_alpha is None else (args.rdp_alpha, args.rdp_epsilon)
-    with dask_cluster(args):
+    with dask_cluster(args), flag_spelling():
         rel = private_frechet_mean(manifold, points, args.epsilon, center, radius,
                                    mechanism=args.mechanism, clip=args.clip, ledger=ledger,
                                    rng=args.seed, restrict=args.restrict, delta=args.delta,
                                    mu=args.mu, rdp=rdp, footpoint=footpoint,
                                    tangent_sensitivity=args.tangent_sensitivity,
                                    footpoint_budget=args.footpoint_budget, steps=args.steps,
-                                   lr=args.lr)
+                                   lr=args.lr, allow_approximate=args.allow_approximate)
     emit({"manifold": repr(manifold), "data": args.data, "radius": radius,
           "ball": origin, **rel.as_dict(diagnostics=args.diagnostics)})
 
@@ -311,11 +322,13 @@ def cmd_release_regression(args: argparse.Namespace) -> None:
                          "computed from the data)")
     center = None if args.center is None else read_center(args.center, manifold)
     ledger = open_ledger(args.ledger)
-    rel = private_geodesic_regression(manifold, x, y, args.epsilon, args.tau, x_range, args.v_max,
-                                      center=center, radius=args.radius, rng=args.seed,
-                                      release=args.release, clip=args.clip, ledger=ledger,
-                                      footpoint_budget=args.footpoint_budget,
-                                      max_steps=args.max_steps)
+    with flag_spelling():
+        rel = private_geodesic_regression(manifold, x, y, args.epsilon, args.tau, x_range, args.v_max,
+                                          center=center, radius=args.radius, rng=args.seed,
+                                          release=args.release, clip=args.clip, ledger=ledger,
+                                          footpoint_budget=args.footpoint_budget,
+                                          max_steps=args.max_steps,
+                                          allow_approximate=args.allow_approximate)
     emit({"manifold": repr(manifold), "data": args.data, "n": len(x),
           **rel.as_dict(diagnostics=args.diagnostics)})
 
@@ -524,6 +537,9 @@ RELEASE.add_argument("--diagnostics", action="store_true",
                      help="also print NON-PRIVATE diagnostics computed from the data without noise "
                           "(clipped records, iterations, sampler acceptance, losses), under "
                           "'diagnostics_not_private': for the data curator, never to publish")
+APPROXIMATE_HELP = ("where no exact sampler can draw the release, release the state of "
+                    "Metropolis-Hastings chains (epsilon-DP for the target law; the chain's output "
+                    "is approximate; R-hat and ESS in the diagnostics) instead of refusing")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -578,6 +594,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--clip", action="store_true", help="move points outside the ball onto it")
     p.add_argument("--restrict", action="store_true",
                    help="condition the output on the data ball (Theorem 3; doubles the scale)")
+    p.add_argument("--allow-approximate", action="store_true", help=APPROXIMATE_HELP)
     p.set_defaults(func=cmd_release_mean)
 
     p = rsub.add_parser("regression", formatter_class=HELP, parents=[RELEASE],
@@ -602,6 +619,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--clip", action="store_true", help="clip covariates into --x-range")
     p.add_argument("--max-steps", type=int,
                    help="most steps the sampler's chains may run on to mix (default 3200)")
+    p.add_argument("--allow-approximate", action="store_true", help=APPROXIMATE_HELP)
     p.set_defaults(func=cmd_release_regression)
 
     p = rsub.add_parser("pca", formatter_class=HELP, parents=[RELEASE],

@@ -83,7 +83,9 @@ def utility_panel(setting: Setting, reps: int, rng: np.random.Generator) -> list
     for n in tracked(SIZES, f"utility {setting.name}"):
         means = frechet_mean(m, sample_data(setting, (reps, n), rng), init=setting.center).mean
         delta = frechet_mean_sensitivity(m, setting.radius, n)
-        intrinsic = RiemannianLaplace(m, delta / EPSILON).sample(means, rng=rng)
+        # the paper's Laplace, by MCMC where no exact sampler can draw it
+        intrinsic = RiemannianLaplace(m, delta / EPSILON, allow_approximate=True,
+                                      chain_ball=(setting.center, setting.radius)).sample(means, rng=rng)
         ambient_mech = EuclideanLaplace(m, 2 * setting.ambient_radius / n / EPSILON, project=False)
         ambient = ambient_mech.sample(means, rng=rng)
         axes = tuple(range(1, means.ndim))

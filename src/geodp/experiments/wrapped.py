@@ -47,7 +47,9 @@ def _summary(err: np.ndarray) -> tuple[float, float, int]:
 
 def _laplace_errors(m, means, scale, rng) -> np.ndarray | None:
     try:
-        draws = RiemannianLaplace(m, scale).sample(means, rng=rng)
+        # near s_crit the paper's Laplace is drawn by MCMC, started in the data's public ball
+        mech = RiemannianLaplace(m, scale, allow_approximate=True, chain_ball=(np.eye(m.n), RADIUS))
+        draws = mech.sample(means, rng=rng)
     except NotNormalisableError:
         return None
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -13,8 +13,9 @@ from ..mechanisms import NotNormalisableError, RiemannianLaplace, WrappedGaussia
 from ..mechanisms.wrapped import check_hadamard
 from ..privacy import (GDP, RDP, ApproxDP, BudgetLedger, Guarantee, PureDP, analytic_gaussian_sigma,
                        gdp_to_pure_equivalent, rdp_sigma)
-from ..mechanisms.kng import KNormGradient, sample_convex
+from ..mechanisms.kng import KNormGradient, convex_proposal, sample_convex
 from ..mechanisms.laplace import SamplerInfo
+from ..mechanisms.mcmc import exact_alternatives
 from ..statistics import curvature_factor, frechet_mean, frechet_mean_sensitivity
 from ..statistics.sensitivity import kng_mean_sensitivity
 from .data_ball import enforce_ball
@@ -92,17 +93,19 @@ def equivalents(g: Guarantee) -> dict[str, str]:
     return {f"delta={d:g}": g.to_approx(d).describe() for d in (1e-5, 1e-6)}
 
 
-def _footpoint_mechanism(manifold, n, radius, epsilon_fp) -> tuple[RiemannianLaplace, int]:
+def _footpoint_mechanism(manifold, n, center, radius, epsilon_fp,
+                         allow_approximate) -> tuple[RiemannianLaplace, int]:
     """The Riemannian Laplace that releases the mean of a random 5% subsample (m points).
 
     Its mean has the Theorem 2 sensitivity for m = ceil(0.05 n) points; the Laplace must be
     normalisable at scale Delta_m / epsilon_fp, otherwise this raises (a public footpoint is then
-    the only sound choice).
+    the only sound choice). Approximate draws, if allowed, start in the data ball.
     """
     m = max(1, math.ceil(SUBSAMPLE_FRACTION * n))
     delta_sub = frechet_mean_sensitivity(manifold, radius, m)
     try:
-        return RiemannianLaplace(manifold, delta_sub / epsilon_fp), m
+        return RiemannianLaplace(manifold, delta_sub / epsilon_fp, allow_approximate=allow_approximate,
+                                 chain_ball=(center, radius)), m
     except NotNormalisableError as exc:
         raise NotNormalisableError(
             f"private footpoint selection: the Riemannian Laplace release of the mean of a "
@@ -155,27 +158,38 @@ def _dp_rgd_mean(manifold, x, target, center, radius, steps, lr, ledger, rng, cl
 
 def kng_mean_draws(manifold: Manifold, points: Array | ChunkedSample, minimiser: Array,
                    center: Array, radius: float, scale: float, rng: np.random.Generator,
-                   size: int | None = None) -> tuple[Array, SamplerInfo, float]:
+                   size: int | None = None, *,
+                   allow_approximate: bool = False) -> tuple[Array, SamplerInfo, float]:
     """Exact draws of the K-norm gradient Fréchet mean of ``points`` at ``scale`` on the data
     ball: density proportional to exp(-|grad F(m)| / scale), F(m) = (1/2n) sum_i rho(m, x_i)^2,
     through the strong convexity h(radius, k) of F (``sample_convex``; ``minimiser`` is the
     computed Fréchet mean). On a chunked sample each batch of proposals costs one distributed
-    pass. Returns the draws, the sampler's report and the strong convexity."""
+    pass. ``allow_approximate`` lets the proposals come from MCMC where no exact sampler can draw
+    them. Returns the draws, the sampler's report and the strong convexity."""
     data = as_sample(manifold, points)
     lam = curvature_factor(radius, manifold.curvature_bounds[1])
 
     def grad_norm(m):
         return manifold.norm(m, data.total(lambda xs, ws: manifold.mean_log_and_value(m, xs, ws)[0]))
 
-    draws, info = sample_convex(manifold, grad_norm, minimiser, lam, center, radius, scale, rng, size)
+    draws, info = sample_convex(manifold, grad_norm, minimiser, lam, center, radius, scale, rng, size,
+                                allow_approximate=allow_approximate)
     return draws, info, lam
 
 
-def _kng_mean(manifold, x, n, fit, target, center, radius, ledger, rng, clipped) -> Release:
+def _kng_mean(manifold, x, n, fit, target, center, radius, ledger, rng, clipped,
+              allow_approximate) -> Release:
     """The Fréchet mean by the K-norm gradient mechanism (see ``private_frechet_mean``)."""
     mech = KNormGradient(kng_mean_sensitivity(manifold, radius, n), target.epsilon)
-    with reserved(ledger, target, f"Fréchet mean (kng, {target.describe()})"):
-        value, info, lam = kng_mean_draws(manifold, x, fit.mean, center, radius, mech.scale, rng)
+    lam = curvature_factor(radius, manifold.curvature_bounds[1])
+    alternatives = ("the Riemannian Laplace mechanism ('laplace') instead of K-norm gradient",
+                    "a larger epsilon")
+    with exact_alternatives(*alternatives):
+        convex_proposal(manifold, lam, center, radius, mech.scale, allow_approximate).check_exact(rng)
+    with reserved(ledger, target, f"Fréchet mean (kng, {target.describe()})"), \
+            exact_alternatives(*alternatives):
+        value, info, lam = kng_mean_draws(manifold, x, fit.mean, center, radius, mech.scale, rng,
+                                          allow_approximate=allow_approximate)
     return Release(value=value, guarantee=target, sensitivity=mech.sensitivity, scale=mech.scale,
                    mechanism="K-norm gradient Fréchet mean", exact_sampler=info.exact,
                    parameters={"n": n, "radius": radius, "strong_convexity": lam},
@@ -195,7 +209,7 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
                          mu: float | None = None, rdp: tuple[float, float] | None = None,
                          footpoint: Array | str | None = None,
                          tangent_sensitivity: float | None = None, footpoint_budget: float = 0.1,
-                         steps: int = 3, lr: float = 0.7) -> Release:
+                         steps: int = 3, lr: float = 0.7, allow_approximate: bool = False) -> Release:
     """A differentially private Fréchet mean of data in the public ball B_radius(center).
 
     Mechanisms:
@@ -236,6 +250,15 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
         The release's guarantee is reserved before any randomness is drawn, and composed
         tightly with the ledger's other entries.
     rng : numpy.random.Generator, int or None
+    allow_approximate : bool
+        Where no exact sampler can draw the Riemannian Laplace (restricted, or on SPD near its
+        largest scale; the K-norm gradient's proposals; a private footpoint), release the state
+        of Metropolis-Hastings chains started in the public ball (``exact_sampler=False``, R-hat
+        and ESS in ``diagnostics``, an ``ApproximateSamplerWarning`` when they fail their
+        thresholds) instead of refusing. The refusal is decided before the ledger reserves
+        anything, from the public parameters (a restricted law's pilot at the ball's center);
+        only a restricted law whose exact samplers pass at the center but fail at the data's
+        mean refuses after the reservation, which the ledger then keeps.
 
     Returns
     -------
@@ -247,7 +270,8 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
     TypeError for arguments of the wrong kind (e.g. no manifold, or a string epsilon);
     ValueError for data off the manifold or outside the ball, or a guarantee the mechanism cannot
     give; NotNormalisableError when the Laplace has no density at that scale;
-    BudgetExceededError when the ledger refuses.
+    ApproximateSamplerRefused (a ValueError) when only an approximate sampler could draw the
+    release and ``allow_approximate`` is False; BudgetExceededError when the ledger refuses.
 
     Every mechanism here is analysed for replace-one neighbours: data sets of the same public size
     n that differ in one record (``rel.guarantee.relation``).
@@ -302,15 +326,21 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
         raise RuntimeError("the Fréchet mean did not converge; the sensitivity bound needs the "
                            "exact minimiser")
     if mechanism == "kng":
-        return _kng_mean(manifold, x, n, fit, target, center, radius, ledger, rng, clipped)
+        return _kng_mean(manifold, x, n, fit, target, center, radius, ledger, rng, clipped,
+                         allow_approximate)
     main, fp_mech = target, None
     if wrapped and fixed_footpoint is None:
         eps_fp, main = split_guarantee(target, footpoint_budget)
-        fp_mech, fp_size = _footpoint_mechanism(manifold, n, radius, eps_fp)
+        fp_mech, fp_size = _footpoint_mechanism(manifold, n, center, radius, eps_fp, allow_approximate)
+        with exact_alternatives("a public footpoint (the default: the center)",
+                                "a larger footpoint_budget"):
+            fp_mech.check_exact(rng)
     tangent = sensitivity if tangent_sensitivity is None else float(tangent_sensitivity)
     if not wrapped:
         scale = (2.0 if restrict else 1.0) * sensitivity / target.epsilon
-        mech = RiemannianLaplace(manifold, scale, restrict_to=(center, radius) if restrict else None)
+        mech = RiemannianLaplace(manifold, scale, restrict_to=(center, radius) if restrict else None,
+                                 allow_approximate=allow_approximate, chain_ball=(center, radius))
+        mech.check_exact(rng)
         name = "Riemannian Laplace (Reimherr et al. 2021)"
     elif mechanism == "wrapped-laplace":
         scale = tangent / main.epsilon

@@ -78,7 +78,8 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
                                 release: str = "joint", footpoint_budget: float = 0.5,
                                 clip: bool = False, ledger: BudgetLedger | None = None,
                                 chains: int = 8, burn_in: int = 100,
-                                max_steps: int | None = None) -> Release:
+                                max_steps: int | None = None,
+                                allow_approximate: bool = False) -> Release:
     """An epsilon-DP geodesic regression (footpoint p and shooting vector v) by K-norm gradients.
 
     The risk is Fletcher's energy with every residual clipped to norm ``tau`` (a Huber-type
@@ -100,13 +101,19 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     footpoint when the covariates are centred (shift x so that 0 is their public mid-range).
 
     Sampling is exact (rejection from the uniform law on the domain) when that accepts at least
-    1e-3 of its proposals, otherwise ``chains`` Metropolis-Hastings chains (split R-hat and ESS in
-    ``diagnostics``; ``exact_sampler=False``: the guarantee then holds for the chain's limit law).
-    Chains that have not mixed (R-hat > 1.1) give way to the exact sampler when it accepts at
-    least 1e-5 (``kng.FALLBACK_ACCEPTANCE``); otherwise they run on, each time by half the steps
-    they have run, R-hat then taken over the last half of all steps, up to ``max_steps`` (default
-    16 times burn_in + 100 kept steps), and if they still have not mixed a ``MixingWarning`` says
-    so.
+    1e-5 of its proposals (``kng.FALLBACK_ACCEPTANCE``); below it the release raises
+    ``ApproximateSamplerRefused``. That acceptance depends on the data, so the refusal comes after
+    the ledger's reservation, which it keeps: the refused release has spent its budget.
+
+    With ``allow_approximate=True``, below 1e-3 (``kng.MIN_UNIFORM_ACCEPTANCE``) ``chains``
+    Metropolis-Hastings chains are run instead, started at uniform draws on the domain (split
+    R-hat and ESS in ``diagnostics``; ``exact_sampler=False``: the guarantee holds for the target
+    law, and the chain's output is approximate). Chains that have not mixed (R-hat > 1.1) give way
+    to the exact sampler when it accepts at least 1e-5; otherwise they run on, each time by half
+    the steps they have run, R-hat then taken over the last half of all steps, up to ``max_steps``
+    (default 16 times burn_in + 100 kept steps), and if they still have not mixed a
+    ``MixingWarning`` says so; an ``ApproximateSamplerWarning`` when they pass that limit but not
+    R-hat 1.01 or ESS 100 (``mcmc.R_HAT_WARN``, ``mcmc.ESS_WARN``).
 
     Parameters
     ----------
@@ -127,17 +134,24 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     chains, burn_in, max_steps : int
         The Metropolis-Hastings chains, when they run: how many, their burn-in before 100 kept
         steps, and the most steps they may run on to mix (default 16 times the first run).
+    allow_approximate : bool
+        Release the chains' state where no exact sampler can be used, instead of refusing.
 
     Returns
     -------
     Release with ``value = {"footpoint": p, "shooting_vector": v}``.
+
+    Raises
+    ------
+    ApproximateSamplerRefused
+        Without ``allow_approximate``, where no exact sampler can be used (after the reservation).
 
     Example
     -------
     >>> from geodp.manifolds import Sphere
     >>> m = Sphere(2)
     >>> rng = np.random.default_rng(0)
-    >>> x = rng.uniform(0, 1, 500)
+    >>> x = rng.uniform(0, 1, 100)
     >>> y = m.exp(np.array([0., 0, 1]), x[:, None] * np.array([0.5, 0, 0]))
     >>> rel = private_geodesic_regression(m, x, y, 1.0, tau=0.5, x_range=(0, 1), v_max=1.0, rng=0)
     >>> sorted(rel.value)
@@ -179,7 +193,8 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     diagnostics = {"covariates_clipped": outside}
     with reserved(ledger, target, f"geodesic regression (KNG {release}, {target.describe()})"):
         run = dict(rng=as_generator(rng), precondition=data.preconditioner(), chains=chains,
-                   burn_in=burn_in, trace_length=KEPT_STEPS, max_steps=max_steps)
+                   burn_in=burn_in, trace_length=KEPT_STEPS, max_steps=max_steps,
+                   allow_approximate=allow_approximate)
 
         def gradient(p, v):
             """The gradient field at a batch of states; in memory, blocks of states keep the

@@ -24,7 +24,8 @@ from ..privacy.conversions import check_positive
 from ..progress import bar
 from .envelope import accumulate
 from .laplace import RiemannianLaplace, SamplerInfo
-from .mcmc import diagnose, run_chains, volume_ratio
+from .mcmc import (ApproximateSamplerRefused, ApproximateSamplerWarning, diagnose, run_chains,
+                   volume_ratio, warn_unless_converged)
 
 #: Smallest acceptance rate of the exact uniform-proposal sampler; below it MCMC takes over.
 MIN_UNIFORM_ACCEPTANCE = 1e-3
@@ -70,7 +71,7 @@ INDEPENDENCE = 0.75
 MAX_RUN_ON = 16
 
 
-class MixingWarning(UserWarning):
+class MixingWarning(ApproximateSamplerWarning):
     """MCMC chains whose diagnostics show they have not reached the target law."""
 
 
@@ -97,35 +98,52 @@ class KNormGradient:
         return f"KNormGradient(sensitivity={self.sensitivity:.4g}, epsilon={self.epsilon:g})"
 
 
+def convex_proposal(manifold: Manifold, strong_convexity: float, center: Array, radius: float,
+                    scale: float, allow_approximate: bool = False) -> RiemannianLaplace:
+    """The restricted Riemannian Laplace at scale sigma/lambda that ``sample_convex`` proposes
+    from; its ``check_exact`` refuses, from public parameters, a law it cannot draw exactly."""
+    lam = check_positive("strong convexity", strong_convexity)
+    return RiemannianLaplace(manifold, scale / lam, restrict_to=(center, radius),
+                             allow_approximate=allow_approximate)
+
+
 def sample_convex(manifold: Manifold, grad_norm: Callable[[Array], Array], minimiser: Array,
                   strong_convexity: float, center: Array, radius: float, scale: float,
-                  rng: np.random.Generator, size: int | None = None) -> tuple[Array, SamplerInfo]:
+                  rng: np.random.Generator, size: int | None = None, *,
+                  allow_approximate: bool = False) -> tuple[Array, SamplerInfo]:
     """Exact KNG draws on the convex ball B_radius(center) for a lambda-strongly convex risk: one
     point, or ``size`` independent draws stacked first.
 
     With m* the minimiser, |grad F(m)| >= lambda rho(m, m*) on the ball, and
     rho(m*, m_hat) <= |grad F(m_hat)| / lambda for the computed minimiser m_hat; so
     |grad F(m)| - lambda rho(m, m_hat) + |grad F(m_hat)| >= 0. Proposals from the Riemannian
-    Laplace around m_hat at scale sigma/lambda restricted to the ball (exact itself), accepted
-    with probability exp(-(that non-negative gap)/sigma), are exact draws of KNG.
+    Laplace around m_hat at scale sigma/lambda restricted to the ball (``convex_proposal``, exact
+    itself), accepted with probability exp(-(that non-negative gap)/sigma), are exact draws of KNG.
+    Where that Laplace has no exact sampler at m_hat this raises ``ApproximateSamplerRefused``
+    (after reading the data), unless ``allow_approximate``: the proposals then come from its
+    Metropolis-Hastings chains, and the report carries the diagnostics of the batch whose chains
+    mixed worst (largest split R-hat).
     """
     lam = check_positive("strong convexity", strong_convexity)
-    proposal = RiemannianLaplace(manifold, scale / lam, restrict_to=(center, radius))
+    proposal = convex_proposal(manifold, lam, center, radius, scale, allow_approximate)
     slack = float(grad_norm(minimiser[None])[0])
-    exact = True
+    chains = []
 
     def accepted(batch: int) -> Array:
-        nonlocal exact
         m = proposal.sample(minimiser, batch, rng)
-        exact = exact and proposal.last_info.exact
+        if not proposal.last_info.exact:
+            chains.append(proposal.last_info.mcmc)
         gap = grad_norm(m) - lam * manifold.dist(minimiser, m) + slack
         return m[np.log(rng.random(batch)) <= -np.maximum(gap, 0.0) / scale]
 
     draw, rate = accumulate(accepted, 1 if size is None else size, 0.1, 1e-6, 100_000)
-    method = "exact rejection from the restricted Riemannian Laplace (strong convexity envelope)"
-    if not exact:
-        method = "rejection from a Metropolis-Hastings restricted Laplace (approximate)"
-    return draw[0] if size is None else draw, SamplerInfo(method, exact, rate)
+    draw = draw[0] if size is None else draw
+    if not chains:
+        return draw, SamplerInfo("exact rejection from the restricted Riemannian Laplace (strong "
+                                 "convexity envelope)", True, rate)
+    worst = max(chains, key=lambda d: d.r_hat if np.isfinite(d.r_hat) else np.inf)
+    return draw, SamplerInfo("rejection from a Metropolis-Hastings restricted Laplace (approximate)",
+                             False, rate, worst, [f"{len(chains)} batches of proposals drawn by chains"])
 
 
 class BundleDomain:
@@ -369,21 +387,47 @@ def _knorm_mixture(centre: Array, b: Array, b_inv: Array, scale: float, balls=()
     return draw, log_density
 
 
+def _exact_instead_of_chains(rate: float, min_acceptance: float, exact_only: bool,
+                             allow_approximate: bool) -> bool:
+    """Where the uniform pilot accepts ``rate`` < ``min_acceptance``: whether the slower exact
+    sampler runs instead of chains (approximate draws not allowed, ``rate`` at least
+    FALLBACK_ACCEPTANCE); raises where neither may run."""
+    if exact_only:
+        raise ValueError(f"exact K-norm gradient draws were asked for, but uniform proposals on the "
+                         f"domain accept about {rate:.1e} of draws, below {min_acceptance:g}")
+    if allow_approximate:
+        return False
+    if rate >= FALLBACK_ACCEPTANCE:
+        return True
+    raise ApproximateSamplerRefused(
+        f"exact rejection from the uniform law on the public domain would accept fewer than "
+        f"{FALLBACK_ACCEPTANCE:g} of its proposals (a check on the data: a ledger keeps the "
+        f"reservation of this release)",
+        ["a narrower public domain (a smaller v_max or footpoint radius), which uniform proposals "
+         "cover better"])
+
+
 def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale: float,
                   rng: np.random.Generator, precondition: Array | None = None, chains: int = 8,
                   burn_in: int = 200, trace_length: int = 100, size: int = 1,
                   min_acceptance: float = MIN_UNIFORM_ACCEPTANCE, max_steps: int | None = None,
-                  exact_only: bool = False, exact_fallback: bool = True) -> tuple[Array, SamplerInfo]:
+                  exact_only: bool = False, exact_fallback: bool = True, *,
+                  allow_approximate: bool = False) -> tuple[Array, SamplerInfo]:
     """``size`` KNG draws (p, v) on ``domain``, stacked (size, 2, *point_shape): density
     exp(-|G(p, v)| / scale) with G the moving parts of ``gradient(p, v) = (grad_p, grad_v)`` (both,
     in the product norm; or the footpoint's; or the shooting vector's).
 
     Exact rejection from the uniform law on the domain (acceptance exp(-|G|/sigma)) when a pilot
-    run accepts at least ``min_acceptance`` of its proposals, or when the chains below have not
-    mixed and it accepts at least ``FALLBACK_ACCEPTANCE``; otherwise ``chains``
-    Metropolis-Hastings chains started around ``start`` (a point of the domain, normally the
-    non-private fit). Each step, each chain independently picks one of two kernels, each of which
-    leaves the target invariant, so their mixture does too:
+    run accepts at least ``min_acceptance`` of its proposals. Below it, without
+    ``allow_approximate``: exact rejection all the same when the pilot accepts at least
+    ``FALLBACK_ACCEPTANCE`` (slower), otherwise ``ApproximateSamplerRefused``; the pilot reads the
+    data, so a caller's ledger has reserved the release by then and keeps it. With
+    ``allow_approximate``: exact rejection when the chains below have not mixed and the pilot
+    accepts at least ``FALLBACK_ACCEPTANCE``; otherwise ``chains`` Metropolis-Hastings chains
+    started at draws of the uniform law on the domain (a law that does not depend on the data;
+    ``start``, normally the non-private fit, only centres the independence proposal below). Each
+    step, each chain independently picks one of two kernels, each of which leaves the target
+    invariant, so their mixture does too:
 
     - a random walk with increments step (C z_1, C z_2) in orthonormal coordinates of the
       footpoint and the shooting vector, mixed by the symmetric 2x2 ``precondition`` C; each
@@ -408,13 +452,17 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
     they have run so far (more if the kept trace is shorter than half of them), the diagnostics
     then taken over the last half of all their steps (BDA3's rule of discarding the first half:
     the kernel is the same throughout them), until they mix or reach ``max_steps`` in all
-    (default: MAX_RUN_ON times burn_in + trace_length); then a ``MixingWarning``.
-    ``exact_only=True`` never runs chains: below ``min_acceptance`` it raises a ValueError
-    instead. ``exact_fallback=False`` keeps the chains' draws whatever their diagnostics (for
-    reproducing a procedure that samples by MCMC of a fixed length).
+    (default: MAX_RUN_ON times burn_in + trace_length); then a ``MixingWarning``, and chains
+    that pass that limit but not the stricter ``mcmc.R_HAT_WARN`` or ``mcmc.ESS_WARN`` an
+    ``ApproximateSamplerWarning`` (its parent class). ``exact_only=True`` never runs chains nor
+    the slower exact sampler: below ``min_acceptance`` it raises a ValueError instead.
+    ``exact_fallback=False`` keeps the chains' draws whatever their diagnostics (for reproducing
+    a procedure that samples by MCMC of a fixed length, with ``allow_approximate=True``).
     """
     m = domain.manifold
     check_max_steps(max_steps, burn_in + trace_length)
+    chains = max(chains, size)
+    starts = domain.uniform(chains, rng)  # drawn before the data are read: the same for any data
 
     def grad_norm(p, v):
         g = gradient(p, v)
@@ -446,9 +494,9 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
         rate = (rate * quarter + uniform_acceptance(PILOT - quarter) * (PILOT - quarter)) / PILOT
     if rate >= min_acceptance:
         return exact(rate, [])
-    if exact_only:
-        raise ValueError(f"exact K-norm gradient draws were asked for, but uniform proposals on the "
-                         f"domain accept about {rate:.1e} of draws, below {min_acceptance:g}")
+    if _exact_instead_of_chains(rate, min_acceptance, exact_only, allow_approximate):
+        return exact(rate, [f"exact uniform proposals accept fewer than {min_acceptance:g} of draws: "
+                            f"drawn exactly all the same (approximate draws were not allowed)"])
 
     c = np.eye(2) if precondition is None else np.asarray(precondition, dtype=float)
     mask = [float(i in domain.parts) for i in (0, 1)]
@@ -463,13 +511,12 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
                                                              max_step)[:, None]
         return c[0, 0] * z[0] + c[0, 1] * z[1], c[1, 0] * z[0] + c[1, 1] * z[1]
 
-    chains = max(chains, size)
     step0 = scale * np.sqrt(2.0 * m.dim)
     if m.injectivity_radius == np.inf:
         space = _ChartChains(chart, log_target, increments, draw_coordinates, log_q)
     else:
         space = _BundleChains(chart, log_target, increments, draw_coordinates, log_q)
-    init = space.start(np.asarray(start, dtype=float), chains, 3.0 * step0, rng)
+    starts, init = _inside(domain, space, starts, rng)
     state, diag = run_chains(init, space.log_target, space.propose, rng, burn_in, trace_length,
                              step0, max_step, None, target_rate=0.25)
     steps = burn_in + trace_length
@@ -499,9 +546,27 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
                       f"{diag.r_hat:.3g} > {R_HAT_LIMIT}, ESS {diag.ess:.3g}): the draw is not yet "
                       f"from the mechanism's law, so the stated guarantee is not backed; raise "
                       f"max_steps, or use {advice}", MixingWarning, stacklevel=3)
+    else:
+        warn_unless_converged(diag, "the K-norm gradient chains", stacklevel=3)
+    diag.start = starts
     return space.states(state[:size]), SamplerInfo(
         "Metropolis-Hastings on the tangent bundle, random walk mixed with a linearised-KNG "
         "independence proposal (approximate)", False, diag.acceptance_rate, diag, notes)
+
+
+def _inside(domain: BundleDomain, space, states: Array, rng: np.random.Generator,
+            tries: int = 100) -> tuple[Array, Array]:
+    """The chains' starts, draws of the uniform law on the domain (which does not depend on the
+    data), as states and in the chains' space (``space.from_states``); draws on the domain's edge
+    that rounding moves out of it are drawn again."""
+    states = np.array(states)
+    for _ in range(tries):
+        init = space.from_states(states)
+        out = ~np.isfinite(space.log_target(init))
+        if not np.any(out):
+            return states, init
+        states[out] = domain.uniform(int(out.sum()), rng)
+    raise RuntimeError(f"no start inside the domain after {tries} uniform draws per chain")
 
 
 class _Chains:
@@ -550,19 +615,8 @@ class _ChartChains(_Chains):
         log_q = self.log_q(np.concatenate([delta, fresh]))
         return fresh, log_q[:len(delta)] - log_q[len(delta):]
 
-    def start(self, state: Array, chains: int, spread: float, rng: np.random.Generator) -> Array:
-        """``chains`` copies of the coordinates of ``state``, each moved by one long walk step
-        where that stays in the domain. A start on the domain's edge (a fit moved onto the
-        footpoint ball) may leave it by the rounding of its coordinates: the chains then start
-        at the chart's centre, the (Newton-refined) fit inside the domain."""
-        delta = self.chart.from_state(state[None])[0]
-        if not np.isfinite(self.log_target(delta)[0]):
-            delta = np.zeros_like(delta)
-        delta = np.repeat(delta, chains, axis=0)
-        moved, _ = self._walk(delta, spread, rng)
-        inside = np.isfinite(self.log_target(moved))
-        delta[inside] = moved[inside]
-        return delta
+    def from_states(self, states: Array) -> Array:
+        return self.chart.from_state(states)[0]
 
     def states(self, delta: Array) -> Array:
         return self.chart.to_state(delta)
@@ -607,12 +661,8 @@ class _BundleChains(_Chains):
             return fresh, np.where(np.isfinite(log_q_fresh), self.log_q(delta) - log_j - log_q_fresh,
                                    -np.inf)
 
-    def start(self, state: Array, chains: int, spread: float, rng: np.random.Generator) -> Array:
-        init = np.repeat(state[None], chains, axis=0)
-        moved, _ = self._walk(init, spread, rng)
-        inside = self.domain.contains(moved)
-        init[inside] = moved[inside]
-        return init
+    def from_states(self, states: Array) -> Array:
+        return states
 
     def states(self, state: Array) -> Array:
         return state

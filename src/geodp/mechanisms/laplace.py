@@ -12,7 +12,8 @@ from ..manifolds.base import Array, as_generator, size_tuple
 from ..manifolds.spd import AffineInvariantSPD
 from ..privacy.conversions import check_positive
 from .envelope import accumulate
-from .mcmc import MCMCDiagnostics, metropolis_hastings
+from .mcmc import (MIN_CHAINS, ApproximateSamplerRefused, MCMCDiagnostics, metropolis_hastings,
+                   warn_unless_converged)
 from .radial import NotNormalisableError, radial_law
 from .spd_laplace import (LowAcceptanceError, SPDEigenLaw, check_representable, haar_orthogonal,
                           spd_from_polar)
@@ -37,6 +38,16 @@ class SamplerInfo:
         return out
 
 
+def _ball_starts(manifold: Manifold, center: Array, radius: float, k: int, rng) -> Array:
+    """k points Exp_center(t u), u uniform on the unit sphere of T_center, t = radius U^(1/dim):
+    uniform in the ball of normal coordinates at ``center``, a law that needs neither the data nor
+    rejection (the Riemannian-uniform law of ``random_ball`` rejects nearly everything on a wide
+    ball of SPD, whose volume grows exponentially)."""
+    c = rng.standard_normal((k, manifold.dim))
+    c *= (radius * rng.random(k) ** (1.0 / manifold.dim) / np.linalg.norm(c, axis=1))[:, None]
+    return manifold.exp(center, manifold.from_coords(center, c))
+
+
 class RiemannianLaplace:
     """Density proportional to exp(-rho(footpoint, m) / scale) w.r.t. the Riemannian volume.
 
@@ -50,14 +61,22 @@ class RiemannianLaplace:
     the log-concave radial law) on isotropic spaces, the Hajri et al. decomposition on
     affine-invariant SPD; a restricted law is sampled by rejection from the better of the
     unrestricted law and the uniform law on the ball. When every exact sampler would accept fewer
-    than ``min_acceptance`` of its proposals, random-walk Metropolis-Hastings takes over and
-    ``last_info.exact`` is False.
+    than ``min_acceptance`` of its proposals, ``sample`` raises ``ApproximateSamplerRefused``,
+    unless ``allow_approximate=True``: random-walk Metropolis-Hastings then takes over (at least
+    ``MIN_CHAINS`` chains started in the public ``chain_ball``, by default the
+    restriction ball; an ``ApproximateSamplerWarning`` when R-hat or ESS fail their thresholds)
+    and ``last_info.exact`` is False. ``check_exact`` takes that decision from the public
+    parameters before any data are read (see there for what it cannot decide).
     """
 
     def __init__(self, manifold: Manifold, scale: float, restrict_to: tuple[Array, float] | None = None,
-                 min_acceptance: float = 1e-4, mcmc_burn_in: int = 3000):
+                 min_acceptance: float = 1e-4, mcmc_burn_in: int = 3000, *,
+                 allow_approximate: bool = False, chain_ball: tuple[Array, float] | None = None):
         self.manifold, self.scale = manifold, check_positive("scale", scale)
         self.min_acceptance, self.mcmc_burn_in = min_acceptance, mcmc_burn_in
+        self.allow_approximate = bool(allow_approximate)
+        self.chain_ball = chain_ball if chain_ball is None else (manifold.check_point(chain_ball[0]),
+                                                                 float(chain_ball[1]))
         self.restrict_to = None
         if restrict_to is not None:
             center, radius = restrict_to
@@ -67,6 +86,8 @@ class RiemannianLaplace:
                 raise ValueError(f"the restriction radius must lie in (0, "
                                  f"{manifold.injectivity_radius:g}], got {radius}")
             self.restrict_to = (center, radius)
+            if self.chain_ball is None:
+                self.chain_ball = self.restrict_to
         self._law = None
         try:
             self._law = self._unrestricted_law()
@@ -119,7 +140,10 @@ class RiemannianLaplace:
         keep = np.log(rng.random(n)) <= -(m.dist(footpoint, x) - rho_min) / self.scale
         return x[keep]
 
-    def _exact_restricted(self, footpoint: Array, n: int, rng) -> tuple[Array, float, str]:
+    def _restricted_choice(self, footpoint: Array, rng) -> tuple[str, float]:
+        """The better proposal for the restricted law at ``footpoint`` by a pilot run ("A" the
+        unrestricted law, "B" the uniform law on the ball) and its acceptance; LowAcceptanceError
+        below ``min_acceptance``."""
         pilot = 2000
         rates = {}
         for which in ("A", "B") if self._law is not None else ("B",):
@@ -130,23 +154,84 @@ class RiemannianLaplace:
         which = max(rates, key=rates.get)
         if rates[which] < self.min_acceptance:
             raise LowAcceptanceError(f"restricted proposals accept {rates[which]:.2e}")
+        return which, rates[which]
+
+    def _exact_restricted(self, footpoint: Array, n: int, rng) -> tuple[Array, float, str]:
+        which, rate = self._restricted_choice(footpoint, rng)
         x, rate = accumulate(lambda batch: self._restricted_proposals(footpoint, batch, rng, which),
-                             n, rates[which], self.min_acceptance, 2_000_000)
+                             n, rate, self.min_acceptance, 2_000_000)
         label = "unrestricted law" if which == "A" else "uniform law on the ball"
         return x, rate, f"exact rejection from the {label}"
 
+    def check_exact(self, rng: np.random.Generator | int | None = None) -> None:
+        """Refuse now, from the public parameters alone, a law no exact sampler can draw.
+
+        Call it before a ledger reserves the release. Unrestricted, the exact samplers' acceptance
+        depends on the manifold and the scale only (the SPD eigenvalue samplers' pilot run), so
+        this decides for every footpoint. Restricted, it depends on where the footpoint lies in
+        the ball, which is data: the pilot runs at the ball's center instead, the most favourable
+        footpoint (a draw centred in the ball lands in it, and uniform proposals lie near it, most
+        often; exactly so on Euclidean space). A footpoint elsewhere can still fall below
+        ``min_acceptance``: ``sample`` then refuses after the data are read, and a ledger keeps
+        that release's reservation. A no-op with ``allow_approximate``.
+
+        Raises
+        ------
+        ApproximateSamplerRefused
+        """
+        if self.allow_approximate:
+            return
+        rng = as_generator(rng)
+        try:
+            if self.restrict_to is not None:
+                self._restricted_choice(self.restrict_to[0], rng)
+            elif isinstance(self._law, SPDEigenLaw):
+                self._law.choose(rng)
+        except LowAcceptanceError:
+            raise self._refusal(after_data=False) from None
+
+    def _refusal(self, after_data: bool) -> ApproximateSamplerRefused:
+        """The refusal of approximate draws, with the exact alternatives of this law."""
+        what = f"the Riemannian Laplace on {self.manifold!r} at scale {self.scale:.4g}"
+        if self.restrict_to is None:
+            return ApproximateSamplerRefused(
+                f"the exact samplers of {what} accept fewer than {self.min_acceptance:g} of their "
+                f"proposals (as happens near the largest scale at which the law exists)",
+                ["a larger epsilon (a smaller scale)", "the exponential-wrapped Laplace"])
+        where = ("at the release's footpoint (a check on the data: a ledger keeps the reservation "
+                 "of this release)" if after_data else "even at the ball's center, where they "
+                 "accept the most")
+        return ApproximateSamplerRefused(
+            f"exact rejection samplers for {what} restricted to the ball of radius "
+            f"{self.restrict_to[1]:.4g} accept fewer than {self.min_acceptance:g} of their "
+            f"proposals {where}",
+            ["the unrestricted Riemannian Laplace, where it is normalisable", "a larger epsilon "
+             "(the unrestricted law's draws, narrower, land in the ball more often)"])
+
     def _mcmc(self, footpoint: Array, n: int, rng) -> tuple[Array, MCMCDiagnostics]:
-        """One chain per draw, started at the footpoint (or the ball's center if outside it)."""
+        """n approximate draws around one footpoint, or one around each of n stacked footpoints,
+        from at least ``MIN_CHAINS`` chains (stacked footpoints repeated as needed), all in one
+        vectorised run. The chains start in the public ``chain_ball`` (``_ball_starts``), a law
+        that does not depend on the data; an ``ApproximateSamplerWarning`` when they fail their
+        checks."""
         m = self.manifold
-        start = footpoint
-        if self.restrict_to is not None and m.dist(self.restrict_to[0], footpoint) > self.restrict_to[1]:
-            start = self.restrict_to[0]
-        init = np.broadcast_to(start, (n,) + m.point_shape)
+        if self.chain_ball is None:
+            raise ValueError("approximate draws of the unrestricted Riemannian Laplace need "
+                             "chain_ball=(center, radius): a public ball, chosen without the data, "
+                             "in which the Metropolis-Hastings chains start")
+        single = footpoint.ndim == len(m.point_shape)
+        if single:
+            targets = np.broadcast_to(footpoint, (max(n, MIN_CHAINS),) + m.point_shape)
+        else:
+            targets = np.concatenate([footpoint] * -(-MIN_CHAINS // n))
+        start = _ball_starts(m, *self.chain_ball, len(targets), rng)
         x, diag = metropolis_hastings(
-            m, lambda y: self.log_density(footpoint, y), init, rng, burn_in=self.mcmc_burn_in,
+            m, lambda y: self.log_density(targets, y), start, rng, burn_in=self.mcmc_burn_in,
             step=min(self.scale, 0.25 * m.injectivity_radius),
-            summary=lambda y: m.dist(footpoint, y))
-        return x, diag
+            summary=lambda y: m.dist(targets, y))
+        diag.start = start
+        warn_unless_converged(diag, "the Riemannian Laplace's Metropolis-Hastings chains", 4)
+        return x[:n], diag
 
     def sample(self, footpoint: Array, size=None, rng: np.random.Generator | int | None = None) -> Array:
         """Independent draws centred at ``footpoint``, of shape size + batch + point_shape.
@@ -174,6 +259,8 @@ class RiemannianLaplace:
                 x, acc, method = self._exact_restricted(footpoint, n, rng)
             self.last_info = SamplerInfo(method, True, float(acc))
         except LowAcceptanceError as exc:
+            if not self.allow_approximate:
+                raise self._refusal(after_data=self.restrict_to is not None) from None
             x, diag = self._mcmc(footpoint, n, rng)
             self.last_info = SamplerInfo(
                 "random-walk Metropolis-Hastings (approximate)", False, diag.acceptance_rate, diag,

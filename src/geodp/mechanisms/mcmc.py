@@ -10,7 +10,9 @@ towards an acceptance rate of 0.3 and then frozen, so the kept part is a valid M
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,6 +24,44 @@ Array = np.ndarray
 
 #: Iterations between two step-size updates during the first half of the burn-in.
 ADAPT_EVERY = 10
+#: Fewest chains an approximate release runs, so that split R-hat compares several.
+MIN_CHAINS = 4
+#: Split R-hat above which approximate draws are flagged (the threshold of Vehtari, Gelman,
+#: Simpson, Carpenter & Buerkner 2021, "Rank-normalization, folding and localization").
+R_HAT_WARN = 1.01
+#: Effective sample size (over the kept steps of all chains) below which approximate draws are
+#: flagged: Vehtari et al. (2021) ask for 100 per chain before trusting estimates; a release keeps
+#: one state, so 100 in all is asked here, the least for R-hat itself to be read reliably.
+ESS_WARN = 100.0
+#: How a Python caller opts in to approximate samplers (the CLI spells it ``--allow-approximate``).
+OPT_IN = "allow_approximate=True"
+
+
+class ApproximateSamplerWarning(UserWarning):
+    """Draws of an approximate (MCMC) sampler whose diagnostics fail their thresholds."""
+
+
+class ApproximateSamplerRefused(ValueError):
+    """No exact sampler can draw the mechanism's law, and approximate draws were not allowed.
+
+    ``reason`` says why, ``alternatives`` lists exact routes; ``opt_in`` is how the caller allows
+    approximate draws (``spelled`` re-words it, e.g. for a command-line flag)."""
+
+    def __init__(self, reason: str, alternatives: Sequence[str], opt_in: str = OPT_IN):
+        self.reason, self.alternatives, self.opt_in = reason, tuple(alternatives), opt_in
+        super().__init__(
+            f"{reason}, so no exact sampler is used. Exact alternatives: "
+            f"{'; '.join(self.alternatives)}. Or pass {opt_in} to release the state of "
+            f"Metropolis-Hastings chains: epsilon-DP then holds for the target law, and the "
+            f"chain's output is only approximately from it")
+
+    def spelled(self, opt_in: str) -> ApproximateSamplerRefused:
+        """The same refusal, naming ``opt_in`` as the way to allow approximate draws."""
+        return ApproximateSamplerRefused(self.reason, self.alternatives, opt_in)
+
+    def suggesting(self, alternatives: Sequence[str]) -> ApproximateSamplerRefused:
+        """The same refusal with other exact alternatives (those of a caller's own parameters)."""
+        return ApproximateSamplerRefused(self.reason, alternatives, self.opt_in)
 
 
 @dataclass
@@ -37,9 +77,34 @@ class MCMCDiagnostics:
     ess: float
     #: the summary at every kept step, (trace_length, n_chains); not part of ``as_dict``
     trace: Array | None = field(default=None, repr=False)
+    #: the chains' starting points, set by samplers that draw them from a data-independent law;
+    #: not part of ``as_dict``
+    start: Array | None = field(default=None, repr=False)
 
     def as_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "trace"}
+        return {k: v for k, v in self.__dict__.items() if k not in ("trace", "start")}
+
+
+@contextmanager
+def exact_alternatives(*alternatives: str) -> Iterator[None]:
+    """Re-raise an ``ApproximateSamplerRefused`` of the block with a caller's own exact
+    ``alternatives`` (phrased in its parameters) in place of the sampler's."""
+    try:
+        yield
+    except ApproximateSamplerRefused as exc:
+        raise exc.suggesting(alternatives) from None
+
+
+def warn_unless_converged(diag: MCMCDiagnostics, what: str, stacklevel: int = 3) -> bool:
+    """Issue an ``ApproximateSamplerWarning`` when split R-hat exceeds ``R_HAT_WARN`` (or cannot
+    be computed) or the ESS is below ``ESS_WARN``; returns whether it warned."""
+    if diag.r_hat <= R_HAT_WARN and diag.ess >= ESS_WARN:
+        return False
+    warnings.warn(f"{what} fail their convergence checks (split R-hat {diag.r_hat:.3g}, limit "
+                  f"{R_HAT_WARN}; ESS {diag.ess:.3g} over {diag.n_chains} chains of "
+                  f"{diag.trace_length} kept steps, least {ESS_WARN:g}): the released draw may "
+                  f"be far from the mechanism's law", ApproximateSamplerWarning, stacklevel=stacklevel)
+    return True
 
 
 def split_r_hat(trace: Array) -> float:

@@ -235,12 +235,12 @@ def frechet_neighbours(manifold, center, edge: float, n: int = 10):
 def frechet_row(manifold, center, mechanism: str = "laplace", radius: float = 0.1,
                 edge: float | None = None, **kwargs) -> Callable[[], Audit]:
     """Rows 5-7: private_frechet_mean with a Riemannian Laplace or wrapped Gaussian on the
-    ``frechet_neighbours`` at ``edge`` (default: the ball's boundary; beyond it, with clip=True,
+    ``frechet_neighbours`` at ``edge`` (default: the ball's boundary, less a rounding margin; beyond it, with clip=True,
     the records are moved onto the boundary: the same worst case). Claim: epsilon, or mu."""
     attr = "RiemannianLaplace" if mechanism == "laplace" else "WrappedGaussian"
 
     def build() -> Audit:
-        d, d_prime, direction = frechet_neighbours(manifold, center, edge or radius)
+        d, d_prime, direction = frechet_neighbours(manifold, center, edge or radius * (1 - 1e-9))
         draws = [spied_draws(attr, lambda x=x: private_frechet_mean(
             manifold, x, center=center, radius=radius, mechanism=mechanism, rng=0, **kwargs))
                  for x in (d, d_prime)]

@@ -11,6 +11,9 @@ confidence 0.95, a fixed seed per row). Two parametrised tests run the whole tab
   monkeypatch that leaves the claim alone (the calibrated sensitivity halved: for DP-RGD the
   old bug, sensitivity clip instead of 2 clip) must find a lower bound above the claim. A test
   that cannot fail is a defect: every row's twin is caught, with the margins noted per row.
+  The restricted Laplace and the K-norm gradient mean pay twice over for normalising constants
+  that cancel for their worst-case neighbours, so a halved scale stays within their claims in
+  truth; their twins quarter the scale (the halved values are noted too).
 
 Draws go through the public functions. DP-RGD rows call ``dp_rsgd`` / ``private_pca`` /
 ``private_frechet_mean`` once per draw, with the accountant's pure functions of the public
@@ -23,12 +26,13 @@ in the public path is in every draw.
 Row 2 of the issue (full-batch DP-RGD under add/remove) is not an audit: the full batch claims
 replace-one only (``test_full_batch_claims_replace_one_only``).
 
-Observed lower bounds (honest / twin vs claim) are in each row's comment; run times on the
-2-core development machine: the default rows take about 20 s, the slow ones about 60 s.
+Observed lower bounds (honest / twin vs claim) are in each row's comment. Run time on the shared
+2-core development machine: about 45 s for the default rows, 25 s for the one slow row (9).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 from collections.abc import Callable
@@ -40,9 +44,9 @@ import geodp.learn.dp_rgd as dp_rgd_module
 import geodp.learn.frechet as frechet_module
 import geodp.learn.regression as regression_module
 from geodp.audit import (audit_mechanism, kng_log_ratio_statistic, kng_mean_neighbours,
-                         kng_regression_neighbours, kng_regression_sampler, neighbouring_footpoints,
-                         projection_statistic)
+                         kng_regression_neighbours, kng_regression_sampler, projection_statistic)
 from geodp.learn import dp_rsgd, private_frechet_mean, private_geodesic_regression, private_pca
+from geodp.learn.data_ball import ClippingWarning
 from geodp.manifolds import Hyperbolic, Sphere
 from geodp.privacy import SubsampledGaussian
 from geodp.privacy.relation import Relation
@@ -225,11 +229,11 @@ def without_replacement_replace_one() -> Audit:
 
 def frechet_neighbours(manifold, center, edge: float, n: int = 10):
     """n - 1 records at the center and one at distance ``edge`` on either side of it along a
-    geodesic (D, D') and that geodesic's direction: the replaced record moves the Fréchet mean by
-    the most the data ball allows (2r/n along the geodesic, the flat bound that Theorem 2's Delta
-    dominates), the worst case of a mean release."""
-    d, d_prime, direction = kng_mean_neighbours(manifold, center, edge, n)
-    return d, d_prime, direction
+    geodesic (D, D'), and that geodesic's direction (``kng_mean_neighbours``): with edge = r the
+    replaced record moves the Fréchet mean by the most the data ball allows, 2r/n along the
+    geodesic (the flat bound, which Theorem 2's Delta dominates), and the gradient of the risk
+    at the center by 2r/n: the worst case of a mean release."""
+    return kng_mean_neighbours(manifold, center, edge, n)
 
 
 def frechet_row(manifold, center, mechanism: str = "laplace", radius: float = 0.1,
@@ -241,9 +245,11 @@ def frechet_row(manifold, center, mechanism: str = "laplace", radius: float = 0.
 
     def build() -> Audit:
         d, d_prime, direction = frechet_neighbours(manifold, center, edge or radius * (1 - 1e-9))
-        draws = [spied_draws(attr, lambda x=x: private_frechet_mean(
-            manifold, x, center=center, radius=radius, mechanism=mechanism, rng=0, **kwargs))
-                 for x in (d, d_prime)]
+        clipping = pytest.warns(ClippingWarning) if edge else contextlib.nullcontext()
+        with clipping:  # with edge > radius the row is about clipping: it must happen
+            draws = [spied_draws(attr, lambda x=x: private_frechet_mean(
+                manifold, x, center=center, radius=radius, mechanism=mechanism, rng=0, **kwargs))
+                     for x in (d, d_prime)]
         guarantee = draws[0][0].guarantee
         claim = guarantee.mu if mechanism == "wrapped-gaussian" else guarantee.epsilon
         return Audit(draws[0][1], draws[1][1], projection_statistic(manifold, center, direction),
@@ -287,10 +293,14 @@ def geodesic_regression() -> Audit:
     (kng_regression_neighbours: the moved residual, clipped to tau, moves the gradient by up to
     the joint sensitivity, and the normalising constants do not cancel). The public function
     fixes the scale (release.scale); draws come from the exact rejection sampler the audit module
-    shares with it (kng_regression_sampler); the statistic is the log-density ratio."""
+    shares with it (kng_regression_sampler); the statistic is the log-density ratio. The public
+    function refuses equal covariates (the shooting vector is not identifiable), so its scale, a
+    function of the public n, tau, x_range, v_max and epsilon alone, is read from a release on
+    covariates (-1, 1) with the same public parameters."""
     manifold, center, tau, v_max = Sphere(1), np.array([0.0, 1.0]), 0.5, 1.0
     x, y, y_prime = kng_regression_neighbours(manifold, center, 2, 1.0)
-    rel = private_geodesic_regression(manifold, x, y, 1.0, tau, (-1.0, 1.0), v_max, rng=0)
+    rel = private_geodesic_regression(manifold, np.array([-1.0, 1.0]), y, 1.0, tau, (-1.0, 1.0),
+                                      v_max, rng=0)
     return Audit(kng_regression_sampler(manifold, x, y, tau, v_max, rel.scale),
                  kng_regression_sampler(manifold, x, y_prime, tau, v_max, rel.scale),
                  kng_log_ratio_statistic(manifold, x, y, y_prime, tau), rel.guarantee.epsilon,
@@ -299,29 +309,45 @@ def geodesic_regression() -> Audit:
 
 S2, H2 = Sphere(2), Hyperbolic(2)
 LAPLACE = shrink_frechet("frechet_mean_sensitivity")
+# Each row: claim; audited lower bound honest / twin (draws per input), observed with the seeds here.
 ROWS = {
-    # mu = 1.000; honest 0.899, twin 1.737 (5000 draws)
+    # mu = 0.719 (to_gdp, (3, 1e-5) target); honest 0.620, twin 1.328 (5000)
     "1 full-batch DP-RGD (private_pca), replace-one": Row(pca_full_batch, halve_dp_rgd_sensitivity,
                                                           5000, 1),
-    # epsilon at delta 1e-3 = 1.256; honest , twin
-    "3 Poisson DP-RSGD, add/remove": Row(poisson_add_remove, halve_dp_rgd_sensitivity, 10000, 3),
-    # epsilon at delta 1e-2 = 1.030; honest , twin
+    # epsilon at delta 1e-3 = 1.256; honest 0.594, twin 1.756 (10 000)
+    "3 Poisson DP-RSGD, add/remove": Row(poisson_add_remove, halve_dp_rgd_sensitivity, 10_000, 3),
+    # epsilon at delta 1e-2 = 1.030 (RDP accountant); honest 0.346, twin 1.235 (10 000)
     "4 without-replacement DP-RSGD, replace-one": Row(without_replacement_replace_one,
-                                                      halve_dp_rgd_sensitivity, 20000, 4, slow=True),
-    # epsilon 1; honest , twin
+                                                      halve_dp_rgd_sensitivity, 10_000, 4),
+    # epsilon = 1 in rows 5 and 6; honest 0.805 / 0.823 / 0.786 / 0.827, twin 1.637 / 1.698 /
+    # 1.670 / 1.703 (200 000)
     "5 Fréchet laplace S^2": Row(frechet_row(S2, NORTH, epsilon=1.0), LAPLACE, 200_000, 5),
     "5 Fréchet laplace H^2": Row(frechet_row(H2, ORIGIN_H2, epsilon=1.0), LAPLACE, 200_000, 5),
     "6 Fréchet laplace clip S^2": Row(frechet_row(S2, NORTH, edge=0.15, clip=True, epsilon=1.0),
                                       LAPLACE, 200_000, 6),
     "6 Fréchet laplace clip H^2": Row(frechet_row(H2, ORIGIN_H2, edge=0.15, clip=True, epsilon=1.0),
                                       LAPLACE, 200_000, 6),
+    # epsilon = 1; honest 0.429, twin (scale quartered) 1.693 (200 000). Theorem 3 doubles the
+    # scale to pay for the normalising constants, which nearly cancel for these neighbours at the
+    # center: the true epsilon is about 1/2, so a halved scale (true epsilon about 1, audited
+    # 0.844) is not a detectable violation here; a quartered one is
+    "5 Fréchet laplace restrict H^2": Row(
+        frechet_row(H2, ORIGIN_H2, radius=0.5, restrict=True, epsilon=1.0),
+        shrink_frechet("frechet_mean_sensitivity", 4.0), 200_000, 5),
+    # mu = 1; honest 0.986, twin 1.980 (100 000)
     "7 Fréchet wrapped-gaussian H^2": Row(frechet_row(H2, ORIGIN_H2, "wrapped-gaussian", mu=1.0),
                                           LAPLACE, 100_000, 7),
-    "8 Fréchet kng S^2": Row(kng_mean, shrink_frechet("kng_mean_sensitivity", 4.0), 200_000, 8,
-                             slow=True),
-    "9 Fréchet dp-rgd S^2 r=0.7": Row(dp_rgd_mean, halve_dp_rgd_sensitivity, 10000, 9, slow=True),
-    "10 geodesic regression S^1": Row(geodesic_regression, halve_regression_sensitivity, 200_000,
-                                      10, slow=True),
+    # epsilon = 1; honest 0.343, twin (scale quartered) 1.432 (200 000). As for the restricted
+    # Laplace, the theorem spends epsilon/2 on normalising constants that cancel for these
+    # symmetric neighbours (tests/test_audit.py): a halved scale audits at 0.703, not above 1
+    "8 Fréchet kng S^2": Row(kng_mean, shrink_frechet("kng_mean_sensitivity", 4.0), 200_000, 8),
+    # mu = 0.925; honest 0.568, twin 1.211 (10 000; 23 s per test). The twin is the halved
+    # scale, not replace_sensitivity = 2r (the old assumption): one step from the center meets
+    # no iterate where 2r is exceeded, and the excess (factors 1.0067-1.1158 of 2r) is beyond
+    # this audit's power at any affordable number of public releases
+    "9 Fréchet dp-rgd S^2 r=0.7": Row(dp_rgd_mean, halve_dp_rgd_sensitivity, 10_000, 9, slow=True),
+    # epsilon = 1; honest 0.547, twin 1.164 (200 000)
+    "10 geodesic regression S^1": Row(geodesic_regression, halve_regression_sensitivity, 200_000, 10),
 }
 CASES = [pytest.param(name, marks=[pytest.mark.slow] if row.slow else [], id=name)
          for name, row in ROWS.items()]

@@ -93,8 +93,8 @@ def test_laplace_chains_start_the_same_whatever_the_data(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ApproximateSamplerWarning)
         for shift in (-1.0, 1.0):
-            rel = geodp.private_frechet_mean(SPD5, _spd_data(shift), 1.0, np.eye(5), RADIUS,
-                                             restrict=True, allow_approximate=True, rng=3)
+            geodp.private_frechet_mean(SPD5, _spd_data(shift), 1.0, np.eye(5), RADIUS,
+                                       restrict=True, allow_approximate=True, rng=3)
             means.append(geodp.statistics.frechet_mean(SPD5, _spd_data(shift)).mean)
     assert SPD5.dist(*means) > 1.0
     assert len(starts) == 2 and np.array_equal(starts[0], starts[1])

@@ -123,9 +123,9 @@ def spied_kng_draws(release: Callable[[], object]) -> tuple[object, Callable]:
     ``frechet.kng_mean_draws(manifold, points, minimiser, center, radius, scale, rng)``."""
     original, seen = frechet_module.kng_mean_draws, []
 
-    def spy(*args):
+    def spy(*args, **options):
         seen.append(args)
-        return original(*args)
+        return original(*args, **options)
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(frechet_module, "kng_mean_draws", spy)
@@ -150,8 +150,11 @@ def halve_dp_rgd_sensitivity(monkeypatch):
     """DP-RGD calibrated to half its sensitivity (clip instead of 2 clip under replace-one: the old
     bug; clip/2 under add/remove): sigma halves, the guarantee (noise multiplier) stays."""
     calibrate = dp_rgd_module._calibrate
-    monkeypatch.setattr(dp_rgd_module, "_calibrate", lambda *a: dataclasses.replace(
-        calibrate(*a), sensitivity=calibrate(*a).sensitivity / 2))
+
+    def planted(*args):
+        plan = calibrate(*args)
+        return dataclasses.replace(plan, sensitivity=plan.sensitivity / 2, sigma=plan.sigma / 2)
+    monkeypatch.setattr(dp_rgd_module, "_calibrate", planted)
 
 
 def shrink_frechet(name: str, factor: float = 2.0):
@@ -206,7 +209,8 @@ def canary_dp_rsgd(sign_d: float, sign_d_prime: float | None, n: int, batch_size
     def release(sign):
         return lambda seed: dp_rsgd(Sphere(2), lambda w, b: b, data(sign), 2.0, 1e-5, steps,
                                     batch_size=batch_size, lr=1.0, init=NORTH, clip=1.0,
-                                    sampling=sampling, rng=seed, euclidean_grad=True, progress=False)
+                                    sampling=sampling, rng=seed, euclidean_grad=True, progress=False,
+                                    sample_rate=batch_size / n if sampling == "poisson" else None)
 
     claim = min(release(s)(0).guarantee.to_approx(delta).epsilon for s in (sign_d, sign_d_prime))
     return Audit(repeated(release(sign_d)), repeated(release(sign_d_prime)),
@@ -384,5 +388,5 @@ def test_full_batch_claims_replace_one_only():
     assert private_pca(records, 1.0, 1e-5, 1.0, steps=1, init=init, rng=0,
                        progress=False).guarantee.relation is Relation.REPLACE_ONE
     poisson = dp_rsgd(manifold, lambda w, b: b, records, 1.0, 1e-5, 1, batch_size=5, init=init,
-                      clip=1.0, rng=0, euclidean_grad=True, progress=False)
+                      clip=1.0, rng=0, euclidean_grad=True, progress=False, sample_rate=0.5)
     assert poisson.guarantee.relation is Relation.ADD_REMOVE and "n" not in poisson.parameters

@@ -129,7 +129,7 @@ def test_chunked_dp_rgd_with_poisson_sampling_is_reproducible():
     def grads(w, batch):
         return -m.log(w, batch)
 
-    runs = [geodp.learn.dp_rsgd(m, grads, x, 2.0, 1e-5, 5, batch_size=200, clip=1.0, rng=3,
+    runs = [geodp.learn.dp_rsgd(m, grads, x, 2.0, 1e-5, 5, batch_size=200, sample_rate=0.5, clip=1.0, rng=3,
                                 init=base_point(m)).value for _ in range(2)]
     assert np.array_equal(runs[0], runs[1])
 

@@ -13,7 +13,7 @@ import geodp
 from geodp.learn import dp_rsgd, private_pca
 from geodp.learn.dp_rgd import LipschitzViolation, clipped_sum, paper_sigma
 from geodp.learn.pca import pca_gradients
-from geodp.manifolds import SPD, Euclidean, Hyperbolic, Sphere
+from geodp.manifolds import SPD, Euclidean, Hyperbolic, KendallShape, Sphere
 from geodp.mechanisms.tangent_gaussian import TangentGaussian
 from geodp.privacy import GDP, BudgetLedger, composed_epsilon
 from geodp.statistics import frechet_mean
@@ -52,7 +52,9 @@ def test_ambient_isotropic_noise_fails_the_same_test_on_spd():
                                                  (50, "without_replacement")])
 def test_noise_multiplier_meets_the_target_and_is_tight(batch_size, sampling):
     z = np.random.default_rng(1).normal(size=(1000, 3))
+    rate = 0.05 if sampling == "poisson" and batch_size else None
     rel = dp_rsgd(Sphere(2), pca_gradients, z, 1.0, 1e-5, steps=30, batch_size=batch_size,
+                  sample_rate=rate,
                   sampling=sampling, init=np.eye(3)[0], clip=2.0, rng=0)
     g = rel.guarantee
     if batch_size is None:  # full batch: the exact Gaussian composition, sqrt(T)/z-GDP
@@ -138,6 +140,9 @@ def test_pca_refuses_data_beyond_the_public_bound_unless_clipped():
     (dict(clip=1.0, lipschitz=1.0), "exactly one of clip"),
     (dict(steps=0), "steps"),
     (dict(batch_size=0), "batch_size"),
+    (dict(batch_size=5), "sample_rate"),  # Poisson needs a public rate, not batch_size / n
+    (dict(batch_size=5, sample_rate=1.5), "sample_rate"),
+    (dict(sample_rate=0.5), "sample_rate"),
     (dict(output="best"), "output"),
     (dict(init=None), "init"),
     (dict(epsilon=-1), "epsilon"),
@@ -221,3 +226,44 @@ def test_secure_dp_rgd_meets_its_target_and_ignores_the_seed():
     assert first != second  # secure noise comes from the OS, not from rng
     assert rel.guarantee.to_approx(1e-5).epsilon <= 1.0
     assert rel.parameters["accountant"].startswith("zCDP")
+
+
+@pytest.mark.parametrize("manifold,center,r,factor", [
+    (Sphere(2), np.array([0.0, 0.0, 1.0]), 0.5, 1.0 / math.sin(1.0)),  # t = 2r sqrt(k) = 1
+    (KendallShape(4), KendallShape(4).project(np.array([[0.0, 0], [1, 0], [1, 1], [0, 1.2]])), 0.35,
+     1.4 / math.sin(1.4)),  # curvature up to 4: t = 4r
+    (Hyperbolic(2), np.array([1.0, 0.0, 0.0]), 0.5, 1.0),
+])
+def test_dp_rgd_mean_calibrates_to_the_curvature_bound_on_the_gradient_change(manifold, center, r, factor):
+    """Issue 28: the DP-RGD mean assumed |Log_w x - Log_w x'| <= 2r, true on Hadamard manifolds but
+    not on the sphere (1.04 x 2r at r = 0.5). Random triples in the ball find the excess; the
+    release's per-step sensitivity is the Rauch bound 2r max(1, t/sin t), which covers it."""
+    rng = np.random.default_rng(0)
+    w, x, y = (manifold.random_ball(center, r, 20_000, rng) for _ in range(3))
+    worst = float(np.max(manifold.norm(w, manifold.log(w, x) - manifold.log(w, y)))) / (2 * r)
+    points = manifold.random_ball(center, r, 50, rng)
+    rel = geodp.private_frechet_mean(manifold, points, 1.0, center, r, mechanism="dp-rgd",
+                                     delta=1e-6, rng=0)
+    assert rel.sensitivity == pytest.approx(2 * r * factor) and worst <= factor
+    if manifold.curvature_bounds[1] > 0:
+        assert worst > 1.0  # the old bound 2r fails here
+
+
+def test_records_are_checked_before_the_ledger_reserves(tmp_path):
+    """A NaN record, or a stated Lipschitz bound that fails at the public start, is refused
+    before any budget is reserved (so success or failure does not depend on which records a
+    Poisson batch drew), with counts and no data values."""
+    ledger = BudgetLedger(tmp_path / "l.db", 10.0, 1e-5)
+    data = np.random.default_rng(0).normal(size=(50, 3))
+    bad = data.copy()
+    bad[7, 1] = np.nan
+    run = dict(epsilon=1.0, delta=1e-5, steps=3, init=np.eye(3)[0], ledger=ledger, rng=0)
+    with pytest.raises(ValueError, match="1 of 50 records contain NaN"):
+        dp_rsgd(Sphere(2), pca_gradients, bad, clip=1.0, batch_size=5, sample_rate=0.1, **run)
+    with pytest.raises(LipschitzViolation, match=r"of 50 records have a gradient at init") as err:
+        dp_rsgd(Sphere(2), pca_gradients, 10 * data, lipschitz=1.0, **run)
+    assert not any(ch.isdigit() for ch in str(err.value).split("records")[1])
+    assert ledger.history() == []
+    # a loss diagnostic that raises is recorded, the release goes on
+    rel = dp_rsgd(Sphere(2), pca_gradients, data, clip=1.0, loss=lambda w, x: 1 / 0, **run)
+    assert rel.diagnostics["loss_error"].startswith("ZeroDivisionError") and len(ledger.history()) == 1

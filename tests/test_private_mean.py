@@ -98,6 +98,9 @@ def test_cli_release_mean_with_dataset_bound_and_ledger(tmp_path, capsys):
     assert main(["release", "mean", "digits-covariance", "--epsilon", "0.6",
                  "--ledger", str(tmp_path / "b.db")]) == 2
     assert "would spend" in capsys.readouterr().err
+    main(["budget", "history", "--ledger", str(tmp_path / "b.db")])
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["relation"] == "replace-one" and shown["entries"][0]["relation"] == "replace-one"
 
 
 def test_cli_release_mean_requires_a_public_ball(capsys):

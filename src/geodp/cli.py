@@ -267,7 +267,8 @@ def cmd_release_mean(args: argparse.Namespace) -> None:
                                    mu=args.mu, rdp=rdp, footpoint=footpoint,
                                    tangent_sensitivity=args.tangent_sensitivity,
                                    footpoint_budget=args.footpoint_budget, steps=args.steps,
-                                   lr=args.lr, allow_approximate=args.allow_approximate)
+                                   lr=args.lr, allow_approximate=args.allow_approximate,
+                                   secure=args.secure)
     emit({"manifold": repr(manifold), "data": args.data, "radius": radius,
           "ball": origin, **rel.as_dict(diagnostics=args.diagnostics)})
 
@@ -341,7 +342,8 @@ def cmd_release_pca(args: argparse.Namespace) -> None:
         raise SystemExit(f"PCA needs vectors: {args.data!r} holds points of shape {points.shape[1:]}")
     ledger = open_ledger(args.ledger)
     rel = private_pca(points, args.epsilon, args.delta, args.norm_bound, steps=args.steps,
-                      lr=args.lr, clip_data=args.clip_data, rng=args.seed, ledger=ledger)
+                      lr=args.lr, clip_data=args.clip_data, rng=args.seed, ledger=ledger,
+                      secure=args.secure)
     emit({"data": args.data, "dimension": points.shape[1], **rel.as_dict(diagnostics=args.diagnostics)})
 
 
@@ -497,7 +499,9 @@ def cmd_budget(args: argparse.Namespace) -> None:
            "total_delta": ledger.total_delta, "spent_epsilon": eps, "spent_delta": delta,
            "remaining_epsilon": ledger.total_epsilon - eps,
            "remaining_delta": ledger.total_delta - delta,
-           "composition": "tightest of RDP, GDP, privacy loss distributions and basic",
+           "relation": None if ledger.relation() is None else ledger.relation().value,
+           "composition": "tightest of RDP, GDP, privacy loss distributions and basic; entries "
+                          "of mixed relations stated under replace-one by group privacy",
            "basic_composition": {"spent_epsilon": basic_eps, "spent_delta": basic_delta}}
     if args.action == "history":
         out["entries"] = [{**e, "reserved_at": _iso(e["reserved_at"]), "done_at": _iso(e["done_at"])}
@@ -537,6 +541,9 @@ RELEASE.add_argument("--diagnostics", action="store_true",
                      help="also print NON-PRIVATE diagnostics computed from the data without noise "
                           "(clipped records, iterations, sampler acceptance, losses), under "
                           "'diagnostics_not_private': for the data curator, never to publish")
+SECURE_HELP = ("discrete Gaussian noise on a fine grid, drawn from the operating system's secure "
+               "source (against floating-point attacks; zCDP accounting; not reproducible by "
+               "--seed)")
 APPROXIMATE_HELP = ("where no exact sampler can draw the release, release the state of "
                     "Metropolis-Hastings chains (epsilon-DP for the target law; the chain's output "
                     "is approximate; R-hat and ESS in the diagnostics) instead of refusing")
@@ -595,6 +602,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--restrict", action="store_true",
                    help="condition the output on the data ball (Theorem 3; doubles the scale)")
     p.add_argument("--allow-approximate", action="store_true", help=APPROXIMATE_HELP)
+    p.add_argument("--secure", action="store_true", help=SECURE_HELP + " (dp-rgd only)")
     p.set_defaults(func=cmd_release_mean)
 
     p = rsub.add_parser("regression", formatter_class=HELP, parents=[RELEASE],
@@ -636,6 +644,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--clip-data", action="store_true", help="scale rows above the bound back to it")
     p.add_argument("--steps", type=int, default=100, help="gradient steps (default 100)")
     p.add_argument("--lr", type=float, help="step size (default 1 / (2 norm_bound^2))")
+    p.add_argument("--secure", action="store_true", help=SECURE_HELP)
     p.set_defaults(func=cmd_release_pca)
 
     p = sub.add_parser("reproduce", formatter_class=HELP, help="regenerate a paper's figures (PNG + CSV)",

@@ -152,16 +152,19 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
             lr: float | Callable[[int], float] = 0.1, init: Array | None = None,
             clip: float | None = None, output: str = "last", sampling: str = "poisson",
             rng: np.random.Generator | int | None = None, *, lipschitz: float | None = None,
-            replace_sensitivity: float | None = None, euclidean_grad: bool = False,
+            replace_sensitivity: float | None = None, sample_rate: float | None = None,
+            euclidean_grad: bool = False,
             loss: Callable[[Array, Array], float] | None = None,
             ledger: BudgetLedger | None = None, progress: bool | None = None,
             label: str = "DP-RGD", domain: tuple[Array, float] | None = None,
             secure: bool = False) -> Release:
     """(epsilon, delta)-DP Riemannian (stochastic) gradient descent on ``manifold``.
 
-    Neighbouring relation: Poisson sampling (``batch_size`` given, ``sampling="poisson"``) is
-    add/remove: the step divides the noisy sum by the public ``batch_size``, never by the data's
-    size, and the sum's sensitivity is the clipping norm. A full batch (``batch_size=None``) and
+    Neighbouring relation: Poisson sampling (``batch_size`` and ``sample_rate`` given,
+    ``sampling="poisson"``) is add/remove: each record is drawn with the public probability
+    ``sample_rate``, the step divides the noisy sum by the public ``batch_size``, never by
+    anything computed from the data's size (which add/remove protects), and the sum's
+    sensitivity is the clipping norm. A full batch (``batch_size=None``) and
     sampling without replacement are replace-one: n is public, and replacing one record moves the
     sum by up to 2 clip (or ``replace_sensitivity``, a caller-proved smaller bound).
 
@@ -179,10 +182,11 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
         (``_chunked_batch_sum``); the ``loss`` then receives the ``ChunkedSample``.
     epsilon, delta : float
         The target (epsilon, delta)-DP of the T steps.
-    steps, batch_size, sampling
+    steps, batch_size, sampling, sample_rate
         T steps; ``batch_size=None`` uses every record each step; otherwise ``"poisson"`` draws
-        each record with probability batch_size / n, and ``"without_replacement"`` draws exactly
-        batch_size records.
+        each record with probability ``sample_rate`` (public, e.g. batch_size over a public
+        bound on n; 1 keeps every record) and divides by ``batch_size``, and
+        ``"without_replacement"`` draws exactly batch_size records.
     lr : float or callable(t) -> float
         Step size eta_t.
     init : point
@@ -240,8 +244,8 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
     'replace-one'
     """
     w, data, domain = _check_inputs(manifold, data, init, domain, output, sampling)
-    plan = _calibrate(data, epsilon, delta, steps, batch_size, sampling, clip, lipschitz,
-                      replace_sensitivity, manifold if secure else None)
+    plan = _calibrate(data, epsilon, delta, steps, (batch_size, sample_rate), sampling, clip,
+                      lipschitz, replace_sensitivity, manifold if secure else None)
     schedule = lr if callable(lr) else (lambda t, lr=check_positive("lr", lr): lr)
     if domain is not None:
         _check_steps_representable(manifold, domain, max(abs(float(schedule(t))) for t in range(steps))
@@ -281,7 +285,31 @@ def _check_inputs(manifold: Manifold, data, init, domain, output: str, sampling:
     return w, data, domain
 
 
-def _calibrate(data, epsilon, delta, steps, batch_size, sampling, clip, lipschitz,
+def _batches(n: int, batch_size: int | None, sample_rate: float | None, sampling: str
+             ) -> tuple[float, float]:
+    """(the sample rate, the public divisor of the step) for the batch options."""
+    if batch_size is None:
+        if sample_rate is not None:
+            raise ValueError("sample_rate applies to Poisson sampling, with a batch_size")
+        return 1.0, float(n)
+    if isinstance(batch_size, bool) or int(batch_size) != batch_size or not 1 <= batch_size <= n:
+        raise ValueError(f"batch_size must be an integer in 1..n = {n}, got {batch_size!r}")
+    if sampling == "without_replacement":
+        if sample_rate is not None:
+            raise ValueError("sampling without replacement draws exactly batch_size records (rate "
+                             "batch_size / n, n public); sample_rate applies to Poisson sampling")
+        return batch_size / n, float(batch_size)
+    if sample_rate is None:
+        raise ValueError("Poisson sampling protects the number of records (add/remove neighbours), "
+                         "so its rate cannot be batch_size / n: pass sample_rate, a public rate "
+                         "(e.g. batch_size over a public bound on n)")
+    rate = check_positive("sample_rate", sample_rate)
+    if rate > 1:
+        raise ValueError(f"sample_rate must lie in (0, 1], got {sample_rate}")
+    return rate, float(batch_size)
+
+
+def _calibrate(data, epsilon, delta, steps, batching, sampling, clip, lipschitz,
                replace_sensitivity, secure: Manifold | None) -> _Plan:
     """The relation, the per-step sensitivity and the noise for the target (the secure grid's
     noise on the manifold ``secure``, or the continuous Gaussian's when None)."""
@@ -294,13 +322,8 @@ def _calibrate(data, epsilon, delta, steps, batch_size, sampling, clip, lipschit
     bound = check_positive("clip" if clip is not None else "lipschitz",
                            clip if clip is not None else lipschitz)
     n = data.n if isinstance(data, ChunkedSample) else len(data)
-    if batch_size is None:
-        rate, expected = 1.0, float(n)
-    else:
-        if isinstance(batch_size, bool) or int(batch_size) != batch_size or not 1 <= batch_size <= n:
-            raise ValueError(f"batch_size must be an integer in 1..n = {n}, got {batch_size!r}")
-        rate, expected = batch_size / n, float(batch_size)
-    replace_one = rate == 1.0 or sampling == "without_replacement"
+    rate, expected = _batches(n, *batching, sampling)
+    replace_one = batching[0] is None or sampling == "without_replacement"
     sensitivity = 2.0 * bound
     if replace_sensitivity is not None:
         if not replace_one:
@@ -433,7 +456,9 @@ def _release(plan: _Plan, value, clipped: int, losses, steps, sampling, output, 
     return Release(value=value, guarantee=plan.guarantee, sensitivity=plan.sensitivity,
                    scale=plan.sigma, mechanism="DP Riemannian gradient descent (Han et al., Algorithm 1)",
                    exact_sampler=True, diagnostics=diagnostics, parameters=parameters,
-                   theorem=("Gaussian mechanism on the clipped gradient sum in orthonormal "
-                            "coordinates of T_w (Han et al., Proposition 2), composed over the steps "
-                            f"by the {parameters['accountant']} accountant"),
+                   theorem=(("discrete Gaussian on a grid (Canonne, Kamath & Steinke 2020), rounding "
+                             "charged to the sensitivity," if plan.secure else "Gaussian mechanism")
+                            + " on the clipped gradient sum in orthonormal coordinates of T_w (Han "
+                            f"et al., Proposition 2), composed over the steps by the "
+                            f"{parameters['accountant']} accountant"),
                    equivalent={f"delta={delta:g}": plan.guarantee.to_approx(delta).describe()})

@@ -128,7 +128,8 @@ def _private_footpoint(mech: RiemannianLaplace, m: int, x, center, rng) -> tuple
     return value, {"subsample_size": m, "scale": mech.scale, "sampler": mech.last_info.as_dict()}
 
 
-def _dp_rgd_mean(manifold, x, target, center, radius, steps, lr, ledger, rng, clipped) -> Release:
+def _dp_rgd_mean(manifold, x, target, center, radius, steps, lr, ledger, rng, clipped,
+                 secure) -> Release:
     """The Fréchet mean by full-batch DP-RGD (see ``private_frechet_mean``), replace-one.
 
     The per-record gradients -Log_w(x_i) have norm <= 2r for w and x_i in the data ball (the
@@ -150,7 +151,7 @@ def _dp_rgd_mean(manifold, x, target, center, radius, steps, lr, ledger, rng, cl
     rel = dp_rsgd(manifold, gradients, x, target.epsilon, target.delta, steps, lr=lr, init=center,
                   clip=2.0 * radius, replace_sensitivity=n * kng_mean_sensitivity(manifold, radius, n),
                   rng=rng, loss=loss, ledger=ledger, label="Fréchet mean (dp-rgd)",
-                  domain=(center, radius), progress=False)
+                  domain=(center, radius), progress=False, secure=secure)
     rel.parameters.update(radius=radius)
     rel.diagnostics.update(clipped_to_ball=clipped)
     return rel
@@ -209,7 +210,8 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
                          mu: float | None = None, rdp: tuple[float, float] | None = None,
                          footpoint: Array | str | None = None,
                          tangent_sensitivity: float | None = None, footpoint_budget: float = 0.1,
-                         steps: int = 3, lr: float = 0.7, allow_approximate: bool = False) -> Release:
+                         steps: int = 3, lr: float = 0.7, allow_approximate: bool = False,
+                         secure: bool = False) -> Release:
     """A differentially private Fréchet mean of data in the public ball B_radius(center).
 
     Mechanisms:
@@ -227,7 +229,10 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
       by DP Riemannian gradient descent (Han et al., Algorithm 1; ``dp_rsgd``) from the public
       ``center``, full batch, ``steps`` steps of size ``lr``, each iterate moved back onto the
       data ball; per-record gradients -Log_w(x_i) clipped to 2 * radius (their largest norm for
-      w in the data ball, so the clipping never acts). Gives (epsilon, delta)-DP with ``delta``.
+      w in the data ball, so the clipping never acts); replacing a record moves one gradient by
+      at most 2r max(1, t / sin t), t = 2r sqrt(k) (``_dp_rgd_mean``), the noise's sensitivity.
+      Gives (epsilon, delta)-DP with ``delta``; ``secure=True`` draws discrete Gaussian noise
+      from the operating system (``dp_rsgd``).
     - ``"kng"``: the K-norm gradient mechanism on the data ball, density proportional to
       exp(-|grad F_D(m)| / sigma), F_D(m) = (1/2n) sum_i rho(m, x_i)^2, sigma = 2 Delta / epsilon with
       Delta = ``kng_mean_sensitivity`` (Soto et al. 2022); sampled exactly through the strong
@@ -287,6 +292,9 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
     """
     manifold, points = manifold_first("private_frechet_mean", manifold, points)
     target = target_guarantee(mechanism, epsilon, delta, mu, rdp)
+    if secure and mechanism != "dp-rgd":
+        raise ValueError(f"secure=True (discrete Gaussian noise) applies to mechanism='dp-rgd' only; "
+                         f"the {mechanism} mechanism has no secure sampler")
     if center is None or radius is None:
         raise ValueError("center and radius of the public data ball are required")
     wrapped = mechanism.startswith("wrapped")
@@ -320,7 +328,8 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
     if clipped:
         clipped = {"records_clipped": clipped, "fraction": clipped / n}
     if mechanism == "dp-rgd":
-        return _dp_rgd_mean(manifold, x, target, center, radius, steps, lr, ledger, rng, clipped)
+        return _dp_rgd_mean(manifold, x, target, center, radius, steps, lr, ledger, rng, clipped,
+                            secure)
     fit = frechet_mean(manifold, x, init=center, tol=1e-12, max_iter=10_000, on_spread="ignore")
     if not fit.converged:
         raise RuntimeError("the Fréchet mean did not converge; the sensitivity bound needs the "

@@ -35,11 +35,11 @@ def private_pca(data: Array, epsilon: float, delta: float, norm_bound: float,
                 clip_data: bool = False, batch_size: int | None = None,
                 output: str = "last", rng: np.random.Generator | int | None = None, *,
                 ledger: BudgetLedger | None = None, progress: bool | None = None,
-                secure: bool = False) -> Release:
+                secure: bool = False, sample_rate: float | None = None) -> Release:
     """An (epsilon, delta)-DP leading eigenvector of (1/n) sum_i z_i z_i^T, a unit vector.
 
     Neighbouring relation: replace-one (n public) for the full batch (the default) and for
-    add/remove with a ``batch_size`` (Poisson sampling, see
+    add/remove with a ``batch_size`` and a public ``sample_rate`` (Poisson sampling, see
     ``dp_rsgd``). One record's gradient changes by at most 2 B^2 under replacement.
 
     ``norm_bound`` is a public bound B on |z_i| (not computed from the data): rows above it raise,
@@ -68,7 +68,7 @@ def private_pca(data: Array, epsilon: float, delta: float, norm_bound: float,
     rel = dp_rsgd(sphere, pca_gradients, z, epsilon, delta, steps, batch_size=batch_size,
                   lr=1.0 / (2.0 * bound**2) if lr is None else lr, init=init, output=output,
                   rng=rng, lipschitz=bound**2, loss=pca_loss, ledger=ledger, progress=progress,
-                  label="private PCA", secure=secure)
+                  label="private PCA", secure=secure, sample_rate=sample_rate)
     rel.parameters.update(norm_bound=bound)
     rel.diagnostics.update(rows_scaled_to_bound=int(over.sum()))
     return rel

@@ -82,6 +82,8 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
                                 allow_approximate: bool = False) -> Release:
     """An epsilon-DP geodesic regression (footpoint p and shooting vector v) by K-norm gradients.
 
+    Neighbouring relation: replace-one (data sets of the public size n differing in one record).
+
     The risk is Fletcher's energy with every residual clipped to norm ``tau`` (a Huber-type
     geodesic loss, ``regression_gradient``), so one record moves its gradient by at most the
     ``regression_sensitivity`` bound at every (p, v) of the public domain: p in the footpoint

@@ -57,18 +57,20 @@ def clipped_sum(manifold: Manifold, w: Array, g: Array, bound: float,
     """(sum_i g_i with each g_i scaled to norm <= bound in the metric at w, number scaled).
 
     Adding or removing a record changes the sum by one clipped gradient, of norm <= bound;
-    replacing one changes it by at most 2 bound. A non-finite gradient contributes zero (and is
-    counted), so one malformed record can neither abort the release nor exceed the bound. With
-    ``lipschitz=True`` the bound is the caller's Lipschitz constant: gradients above it (beyond
-    rounding) are scaled to it and counted, so the guarantee holds even where the stated bound
-    fails; the count is a non-private diagnostic.
+    replacing one changes it by at most 2 bound. The g_i must be tangent at w (``dp_rsgd``
+    projects them first). A non-finite gradient contributes zero (and is counted), so one
+    malformed record can neither abort the release nor exceed the bound. With ``lipschitz=True``
+    the bound is the caller's Lipschitz constant: gradients above it are scaled to it just the
+    same, so the guarantee holds even where the stated bound fails, and those above it by more
+    than rounding (1e-9 relative) are counted, a non-private diagnostic.
     """
     norms = manifold.norm(w, g)
     bad = ~np.isfinite(norms)
-    over = (norms > bound * (1 + 1e-9 if lipschitz else 1.0)) | bad
+    over = (norms > bound) | bad
     scale = np.where(bad, 0.0, np.where(over, bound / np.where(over & ~bad, norms, 1.0), 1.0))
     g = np.where(bad.reshape(bad.shape + (1,) * len(manifold.point_shape)), 0.0, g)
-    return (g * scale.reshape(scale.shape + (1,) * len(manifold.point_shape))).sum(axis=0), int(over.sum())
+    counted = (norms > bound * (1 + 1e-9)) | bad if lipschitz else over
+    return (g * scale.reshape(scale.shape + (1,) * len(manifold.point_shape))).sum(axis=0), int(counted.sum())
 
 
 def _chunked_batch_sum(data: ChunkedSample, w: Array, step_gradients: Callable, rate: float,
@@ -173,8 +175,8 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
     manifold : Manifold
     per_sample_grad : callable(w, batch) -> array (b, *point_shape)
         Riemannian gradients of the per-record losses at w, one per record of ``batch`` (rows of
-        ``data``), vectorised; Euclidean gradients with ``euclidean_grad=True`` (converted by
-        ``manifold.egrad_to_rgrad``).
+        ``data``), vectorised, projected onto T_w (``manifold.to_tangent``) before clipping;
+        Euclidean gradients with ``euclidean_grad=True`` (converted by ``manifold.egrad_to_rgrad``).
     data : array (n, ...)
         The records; every value must be finite (checked before any budget is reserved). A
         ``dask.array.Array`` chunked along the first axis (or a ``geodp.chunked.ChunkedSample``)
@@ -292,9 +294,12 @@ def _batches(n: int, batch_size: int | None, sample_rate: float | None, sampling
         if sample_rate is not None:
             raise ValueError("sample_rate applies to Poisson sampling, with a batch_size")
         return 1.0, float(n)
-    if isinstance(batch_size, bool) or int(batch_size) != batch_size or not 1 <= batch_size <= n:
-        raise ValueError(f"batch_size must be an integer in 1..n = {n}, got {batch_size!r}")
+    if isinstance(batch_size, bool) or int(batch_size) != batch_size or not batch_size >= 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
     if sampling == "without_replacement":
+        if batch_size > n:
+            raise ValueError(f"sampling without replacement draws batch_size of the n = {n} "
+                             f"records (n public): batch_size must be at most n, got {batch_size}")
         if sample_rate is not None:
             raise ValueError("sampling without replacement draws exactly batch_size records (rate "
                              "batch_size / n, n public); sample_rate applies to Poisson sampling")
@@ -358,8 +363,8 @@ def _step_gradients(manifold: Manifold, per_sample_grad: Callable, euclidean_gra
         if g.shape != expected_shape:
             raise ValueError(f"per_sample_grad must return shape {expected_shape} (one "
                              f"gradient per record), got {g.shape}")
-        if euclidean_grad:
-            g = manifold.egrad_to_rgrad(w, g)
+        # the noise lives in T_w: a component of g off T_w would pass into Exp unprotected
+        g = manifold.egrad_to_rgrad(w, g) if euclidean_grad else manifold.to_tangent(w, g)
         return clipped_sum(manifold, w, g, bound, lipschitz)
     return step_gradients
 
@@ -375,13 +380,12 @@ def _check_records(manifold: Manifold, data, w: Array, step_gradients: Callable,
         return np.array([np.sum(~finite), over])
 
     counts = data.total(kernel) if isinstance(data, ChunkedSample) else kernel(data)
-    n = data.n if isinstance(data, ChunkedSample) else len(data)
     if counts[0]:
-        raise ValueError(f"{int(counts[0])} of {n} records contain NaN or infinite values; remove "
+        raise ValueError(f"{int(counts[0])} record(s) contain NaN or infinite values; remove "
                          f"them (nothing was reserved or released)")
     if counts[1]:
         raise LipschitzViolation(
-            f"{int(counts[1])} of {n} records have a gradient at init above lipschitz: the stated "
+            f"{int(counts[1])} record(s) have a gradient at init above lipschitz: the stated "
             f"bound is false, so the guarantee would not hold. Nothing was reserved or released. "
             f"Use clip= for a guarantee whatever the data, or a bound that holds")
 

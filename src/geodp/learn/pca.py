@@ -55,11 +55,12 @@ def private_pca(data: Array, epsilon: float, delta: float, norm_bound: float,
         raise ValueError("data contain NaN or infinite values")
     bound = check_positive("norm_bound", norm_bound)
     norms = np.linalg.norm(z, axis=1)
-    over = norms > bound * (1 + 1e-12)  # rows normalised to the bound round a little above it
-    if np.any(over) and not clip_data:
-        raise ValueError(f"{int(over.sum())} of {len(z)} rows have norm above norm_bound = {bound:g}; "
+    beyond = norms > bound * (1 + 1e-12)  # rows normalised to the bound round a little above it
+    if np.any(beyond) and not clip_data:
+        raise ValueError(f"{int(beyond.sum())} row(s) have norm above norm_bound = {bound:g}; "
                          f"the sensitivity assumes the bound. Pass clip_data=True to scale them "
                          f"back to it")
+    over = norms > bound  # those within rounding of the bound are scaled too, by a factor ~1
     z = np.where(over[:, None], z * (bound / np.where(over, norms, 1.0))[:, None], z)
     sphere = Sphere(z.shape[1] - 1)
     rng = as_generator(rng)
@@ -70,5 +71,5 @@ def private_pca(data: Array, epsilon: float, delta: float, norm_bound: float,
                   rng=rng, lipschitz=bound**2, loss=pca_loss, ledger=ledger, progress=progress,
                   label="private PCA", secure=secure, sample_rate=sample_rate)
     rel.parameters.update(norm_bound=bound)
-    rel.diagnostics.update(rows_scaled_to_bound=int(over.sum()))
+    rel.diagnostics.update(rows_scaled_to_bound=int(beyond.sum()))
     return rel

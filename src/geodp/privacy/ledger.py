@@ -229,8 +229,9 @@ class BudgetLedger:
     def reserve(self, cost: float | Guarantee, delta: float = 0.0, label: str = "") -> Reservation:
         """Durably reserve a release's cost before it runs, or raise ``BudgetExceededError``.
 
-        ``cost`` is an epsilon (with ``delta``: an (epsilon, delta)-DP release) or the release's
-        ``Guarantee``. It is accepted when the tightest composition of every entry, this one
+        ``cost`` is an epsilon (with ``delta``: an (epsilon, delta)-DP release), read as a
+        replace-one guarantee, or the release's ``Guarantee`` (an add/remove release must be
+        reserved as its ``Guarantee``, whose relation then counts). It is accepted when the tightest composition of every entry, this one
         included, is (total_epsilon, total_delta)-DP.
         """
         g = _as_guarantee(cost, delta)

@@ -279,3 +279,20 @@ def test_gradients_off_the_tangent_space_are_projected_before_the_noise():
         rel = dp_rsgd(Sphere(2), lambda w, b: -b, data, 1.0, 1e-5, 1, lr=0.01, clip=1.0,
                       init=np.array([1.0, 0.0, 0.0]), rng=0)
         assert abs(np.linalg.norm(rel.value) - 1.0) < 1e-12
+
+
+def test_far_iterates_do_not_abort_a_reserved_release(tmp_path):
+    """Issue 28: the DP-RGD mean at 150 steps on the digit descriptors (public ball of radius 31
+    on SPD(5)) failed after its reservation ("Matrix is not positive definite") at iterates
+    beyond double precision. Iterates are now projected, steps double precision cannot take keep
+    their iterate (post-processing of the noisy trajectory), and the release completes."""
+    from geodp.datasets import load
+
+    ds = load("digits-covariance")
+    center, radius = ds.public_ball()
+    ledger = BudgetLedger(tmp_path / "l.db", 2.0, 1e-5)
+    rel = geodp.private_frechet_mean(ds.manifold, ds.points, 1.0, center, radius, mechanism="dp-rgd",
+                                     delta=1e-5, steps=150, rng=0, ledger=ledger)
+    ds.manifold.check_point(rel.value)
+    assert np.linalg.eigvalsh(rel.value).min() > 0 and ledger.history()[0]["status"] == "done"
+    assert "loss_error" not in rel.diagnostics

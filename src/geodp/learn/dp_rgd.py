@@ -258,10 +258,13 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
     _check_records(manifold, data, w, step_gradients, lipschitz is not None)
     with reserved(ledger, plan.guarantee, f"{label} ({plan.guarantee.describe()})"), \
             bar(steps, label, progress) as meter:
-        value, clipped, trace = _descend(manifold, data, w, plan, step_gradients, schedule, steps,
-                                         output, batch_size, as_generator(rng), domain, loss, meter)
-    return _release(plan, value, clipped, trace, steps, sampling, output, delta, epsilon,
-                    clip is not None)
+        value, clipped, trace, kept = _descend(manifold, data, w, plan, step_gradients, schedule,
+                                               steps, output, batch_size, as_generator(rng), domain,
+                                               loss, meter)
+    rel = _release(plan, value, clipped, trace, steps, sampling, output, delta, epsilon,
+                   clip is not None)
+    rel.diagnostics["steps_not_representable"] = kept
+    return rel
 
 
 def _check_inputs(manifold: Manifold, data, init, domain, output: str, sampling: str):
@@ -352,32 +355,53 @@ def _calibrate(data, epsilon, delta, steps, batching, sampling, clip, lipschitz,
 
 
 def _step_gradients(manifold: Manifold, per_sample_grad: Callable, euclidean_grad: bool, bound: float,
-                    lipschitz: bool) -> Callable[[Array, Array], tuple[Array, int]]:
-    """batch -> (the clipped sum of the batch's per-record gradients at w, how many were clipped)."""
-    def step_gradients(w: Array, batch: Array) -> tuple[Array, int]:
-        if not len(batch):
-            return np.zeros(manifold.point_shape), 0
+                    lipschitz: bool) -> Callable[..., tuple[Array, int]]:
+    """(w, batch) -> (the clipped sum of the batch's per-record gradients at w, how many were
+    clipped). With ``strict=False`` (during the run) a batch whose evaluation raises (e.g. a
+    Cholesky factor at an iterate near the edge of double precision) is evaluated record by
+    record, and a record whose clipped gradient cannot be computed contributes zero, like a
+    non-finite one: that depends on the record and w alone (w is a function of the noisy steps
+    before it), so the sensitivity holds and the release goes on. With ``strict=True`` (the
+    check at the public start, before any reservation) errors propagate."""
+    def batch_sum(w: Array, batch: Array) -> tuple[Array, int]:
         with np.errstate(all="ignore"):
             g = np.asarray(per_sample_grad(w, batch), dtype=float)
         expected_shape = (len(batch),) + manifold.point_shape
         if g.shape != expected_shape:
-            raise ValueError(f"per_sample_grad must return shape {expected_shape} (one "
-                             f"gradient per record), got {g.shape}")
+            raise TypeError(f"per_sample_grad must return shape {expected_shape} (one "
+                            f"gradient per record), got {g.shape}")
         # the noise lives in T_w: a component of g off T_w would pass into Exp unprotected
         g = manifold.egrad_to_rgrad(w, g) if euclidean_grad else manifold.to_tangent(w, g)
         return clipped_sum(manifold, w, g, bound, lipschitz)
+
+    def record_or_zero(w: Array, record: Array) -> tuple[Array, int]:
+        try:
+            return batch_sum(w, record)
+        except (ValueError, ArithmeticError):
+            return np.zeros(manifold.point_shape), 1
+
+    def step_gradients(w: Array, batch: Array, strict: bool = False) -> tuple[Array, int]:
+        if not len(batch):
+            return np.zeros(manifold.point_shape), 0
+        try:
+            return batch_sum(w, batch)
+        except (ValueError, ArithmeticError):
+            if strict:
+                raise
+        parts = [record_or_zero(w, batch[i:i + 1]) for i in range(len(batch))]
+        return sum(p[0] for p in parts), sum(p[1] for p in parts)
     return step_gradients
 
 
 def _check_records(manifold: Manifold, data, w: Array, step_gradients: Callable, lipschitz: bool) -> None:
-    """Before any budget is reserved: every record finite and, with a stated Lipschitz bound,
-    every per-record gradient at the public w_0 within it. One pass over the data (distributed on
-    a chunked sample). Errors give counts, never values."""
+    """Before any budget is reserved: every record finite, every per-record gradient computable at
+    the public w_0 (its errors propagate) and, with a stated Lipschitz bound, within it. One pass
+    over the data (distributed on a chunked sample). Errors give counts, never values."""
     def kernel(xs: Array, ws: Array | None = None) -> Array:
         xs = np.asarray(xs, dtype=float)
         finite = np.all(np.isfinite(xs.reshape(len(xs), -1)), axis=1)
-        over = step_gradients(w, xs[finite])[1] if lipschitz else 0
-        return np.array([np.sum(~finite), over])
+        over = step_gradients(w, xs[finite], strict=True)[1]
+        return np.array([np.sum(~finite), over if lipschitz else 0])
 
     counts = data.total(kernel) if isinstance(data, ChunkedSample) else kernel(data)
     if counts[0]:
@@ -401,13 +425,14 @@ def _diagnostic_loss(loss: Callable, w: Array, data, errors: list[str]) -> float
 
 
 def _descend(manifold, data, w, plan: _Plan, step_gradients, schedule, steps, output, batch_size,
-             rng, domain, loss, meter) -> tuple[Array, int, dict | None]:
-    """The T noisy steps: (the output iterate, gradients clipped, the loss diagnostics)."""
+             rng, domain, loss, meter) -> tuple[Array, int, dict | None, int]:
+    """The T noisy steps: (the output iterate, gradients clipped, the loss diagnostics, steps
+    that double precision could not take, which kept their iterate)."""
     noise = (SecureTangentGaussian if plan.secure else TangentGaussian)(manifold, plan.sigma)
     pick = int(rng.integers(steps)) if output == "random" else -1
     chosen, average = (w if pick == 0 else None), None
     trace, errors = ([] if loss is not None else None), []
-    clipped_total = 0
+    clipped_total = kept = 0
     for t in range(steps):
         if trace is not None:
             trace.append(_diagnostic_loss(loss, w, data, errors))
@@ -423,20 +448,47 @@ def _descend(manifold, data, w, plan: _Plan, step_gradients, schedule, steps, ou
                 batch = data[rng.random(plan.n) < plan.rate]
             total, clipped = step_gradients(w, batch)
         clipped_total += clipped
-        noisy = noise.sample_around(w, total) if plan.secure else total + noise.sample(w, rng=rng)
-        w = manifold.exp(w, -schedule(t) * noisy / plan.expected)
-        if domain is not None:
-            w = into_ball(manifold, w, *domain)[0]
+        moved = _noisy_step(manifold, noise, w, total, -schedule(t) / plan.expected, rng, domain)
+        kept += moved is None
+        w = w if moved is None else moved
         if t + 1 == pick:
             chosen = w
         if output in ("average", "weighted-average"):
             weight = (1.0 if output == "average" else 2.0) / (t + 1)
-            average = w if average is None else manifold.exp(
-                average, min(weight, 1.0) * manifold.log(average, w))
+            average = w if average is None else _guarded(lambda: manifold.exp(
+                average, min(weight, 1.0) * manifold.log(average, w)), average)
         meter.update(1)
     value = {"last": w, "random": chosen, "average": average, "weighted-average": average}[output]
     losses = None if trace is None else {"loss_trace": trace, **({"loss_error": errors[0]} if errors else {})}
-    return value, clipped_total, losses
+    return value, clipped_total, losses, kept
+
+
+def _guarded(compute: Callable[[], Array], fallback: Array) -> Array:
+    """compute(), or ``fallback`` where double precision cannot hold the result."""
+    try:
+        with np.errstate(all="ignore"):
+            out = compute()
+    except (ValueError, ArithmeticError):
+        return fallback
+    return out if np.all(np.isfinite(out)) else fallback
+
+
+def _noisy_step(manifold: Manifold, noise, w: Array, total: Array, factor: float,
+                rng: np.random.Generator, domain) -> Array | None:
+    """Exp_w(factor (total + noise)), moved onto the domain and projected onto the manifold (on
+    SPD: condition <= 1e12, so the next step's geometry is computable); None where double
+    precision cannot hold the step. Whether it can is a function of w and the noisy sum, i.e. of
+    the private trajectory alone: keeping w then is post-processing, and a far iterate cannot
+    abort a release whose budget is reserved."""
+    def step() -> Array:
+        noisy = noise.sample_around(w, total) if isinstance(noise, SecureTangentGaussian) \
+            else total + noise.sample(w, rng=rng)
+        moved = manifold.exp(w, factor * noisy)
+        if domain is not None:
+            moved = into_ball(manifold, moved, *domain)[0]
+        return manifold.project(moved)
+    moved = _guarded(step, w)
+    return None if moved is w else moved
 
 
 def _release(plan: _Plan, value, clipped: int, losses, steps, sampling, output, delta, epsilon,

@@ -13,41 +13,30 @@ settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
-from geodp.manifolds import SPD, Euclidean, Hyperbolic, KendallShape, Sphere
+from geodp.manifolds.capabilities import has
+from geodp.manifolds.registry import examples
 
-MANIFOLDS = {
-    "euclidean3": Euclidean(3),
-    "sphere2": Sphere(2),
-    "sphere5_k4": Sphere(5, curvature=4.0),
-    "hyperbolic2": Hyperbolic(2),
-    "hyperbolic4_k05": Hyperbolic(4, curvature=-0.5),
-    "spd2": SPD(2),
-    "spd3": SPD(3),
-    "spd5": SPD(5),
-    "spd8": SPD(8),
-    "spd4_logeuclid": SPD(4, metric="log-euclidean"),
-    "spd3_logeuclid": SPD(3, metric="log-euclidean"),
-    "kendall3": KendallShape(3),
-    "kendall6": KendallShape(6),
-}
+MANIFOLDS = examples()
 
 
 def base_point(manifold) -> np.ndarray:
     """A fixed, not-too-special point on each manifold."""
-    rng = np.random.default_rng(12345)
-    if isinstance(manifold, Euclidean):
-        return rng.standard_normal(manifold.dim)
-    if isinstance(manifold, (Sphere, KendallShape)):
-        return manifold.project(rng.standard_normal(manifold.point_shape))
-    if isinstance(manifold, Hyperbolic):
-        return manifold.project(0.5 * rng.standard_normal(manifold.point_shape))
-    a = rng.standard_normal(manifold.point_shape)
-    return a @ a.T / manifold.n + np.eye(manifold.n)
+    return manifold.random_point(12345)
 
 
 def safe_radius(manifold) -> float:
-    """A radius well inside the injectivity radius, where Exp/Log are inverse."""
+    """A radius well inside the injectivity radius, where Exp/Log are inverse (0.5 where the
+    injectivity radius is not known)."""
+    if not has(manifold, "injectivity_radius"):
+        return 0.5
     return min(2.0, 0.45 * manifold.injectivity_radius)
+
+
+def needs(manifold, *capabilities: str) -> None:
+    """Skip the calling test on a manifold without these optional capabilities."""
+    missing = [c for c in capabilities if not has(manifold, c)]
+    if missing:
+        pytest.skip(f"{manifold!r} provides no {', '.join(missing)}")
 
 
 @pytest.fixture(params=sorted(MANIFOLDS))

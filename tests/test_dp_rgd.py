@@ -11,7 +11,7 @@ from scipy import stats
 
 import geodp
 from geodp.learn import dp_rsgd, private_pca
-from geodp.learn.dp_rgd import LipschitzViolation, clipped_sum, paper_sigma
+from geodp.learn.dp_rgd import LipschitzViolation, clipped_coordinate_sum, paper_sigma
 from geodp.learn.pca import pca_gradients
 from geodp.manifolds import SPD, Euclidean, Hyperbolic, KendallShape, Sphere
 from geodp.mechanisms.tangent_gaussian import TangentGaussian
@@ -78,22 +78,26 @@ def test_clipping_bounds_each_records_influence():
     m = SPD(3)
     w = m.random_ball(np.eye(3), 1.0, None, rng)
     grads = m.random_ball(np.eye(3), 2.0, 40, rng) - np.eye(3)  # symmetric tangent vectors
+    total = lambda g, bound=0.5, **kw: clipped_coordinate_sum(m, w, g, bound, **kw)
     for factor in (1e-3, 1.0, 1e6):  # adversarial extra record, tiny to huge
         extra = factor * (m.random_ball(np.eye(3), 1.0, None, rng) - np.eye(3))
-        s, _ = clipped_sum(m, w, grads, 0.5)
-        s_add, _ = clipped_sum(m, w, np.concatenate([grads, extra[None]]), 0.5)
-        s_rep, _ = clipped_sum(m, w, np.concatenate([grads[1:], extra[None]]), 0.5)
-        assert m.norm(w, s_add - s) <= 0.5 * (1 + 1e-12)
-        assert m.norm(w, s_rep - s) <= 1.0 * (1 + 1e-12)
+        s, _ = total(grads)
+        s_add, _ = total(np.concatenate([grads, extra[None]]))
+        s_rep, _ = total(np.concatenate([grads[1:], extra[None]]))
+        assert np.linalg.norm(s_add - s) <= 0.5 * (1 + 1e-12)
+        assert np.linalg.norm(s_rep - s) <= 1.0 * (1 + 1e-12)
+    # coordinates are an isometry: the sum maps back to the clipped sum in the metric
+    assert np.isclose(m.norm(w, m.from_coords(w, total(grads, 1e3)[0])),
+                      m.norm(w, grads.sum(axis=0)), rtol=1e-9)
     # a stated Lipschitz bound that fails is enforced by clipping (and counted), never exceeded
-    s, over = clipped_sum(m, w, grads, 1e-6, lipschitz=True)
-    assert over == len(grads) and m.norm(w, s) <= len(grads) * 1e-6 * (1 + 1e-9)
+    s, over = total(grads, 1e-6, lipschitz=True)
+    assert over == len(grads) and np.linalg.norm(s) <= len(grads) * 1e-6 * (1 + 1e-9)
     # a non-finite gradient contributes nothing
     bad = grads.copy()
     bad[0] = np.nan
-    s_bad, over = clipped_sum(m, w, bad, 0.5)
+    s_bad, over = total(bad)
     assert np.all(np.isfinite(s_bad)) and over >= 1
-    assert np.allclose(s_bad, clipped_sum(m, w, grads[1:], 0.5)[0])
+    assert np.allclose(s_bad, total(grads[1:])[0])
 
 
 def test_without_noise_the_iteration_reaches_the_optimum():
@@ -296,3 +300,38 @@ def test_far_iterates_do_not_abort_a_reserved_release(tmp_path):
     ds.manifold.check_point(rel.value)
     assert np.linalg.eigvalsh(rel.value).min() > 0 and ledger.history()[0]["status"] == "done"
     assert "loss_error" not in rel.diagnostics
+
+
+def test_the_clipped_sum_cannot_overflow_where_the_representation_is_huge():
+    """Review of issue 28: on SPD at w = 2.7e307 I, gradients of metric norm <= clip have entries
+    near 1e307, and their sum in matrix entries overflowed before the noise, so whether the step
+    was taken depended on the data (audited epsilon >= 1.81 where 1 was claimed). The sum is now
+    taken in orthonormal coordinates, bounded by n clip: every record set moves the iterate."""
+    m, w0 = SPD(2), 2.7e307 * np.eye(2)
+    for sign in (1.0, -1.0):
+        a = np.ones(10)
+        a[0] = sign
+        rel = dp_rsgd(m, lambda w, b: b[:, :1, None] * w, a[:, None], 1.0, 1e-5, 1, lr=0.1,
+                      init=w0, clip=1.0, rng=0)
+        assert rel.diagnostics["steps_not_representable"] == 0
+        assert not np.array_equal(rel.value, w0)
+
+
+def test_any_per_record_failure_during_the_run_contributes_zero(tmp_path):
+    """Review of issue 28: a per-record gradient raising RuntimeError (as torch.linalg does) for
+    one record, away from init, aborted a reserved release; only that record's term is dropped."""
+    ledger = BudgetLedger(tmp_path / "l.db", 10.0, 1e-3)
+    pole = np.array([0.0, 0.0, 1.0])
+
+    def grad(w, b):
+        if np.any(b[:, 0] > 5) and not np.allclose(w, pole):
+            raise RuntimeError("singular")
+        return np.tile([0.1, 0.0, 0.0], (len(b), 1))
+
+    data = np.zeros((20, 3))
+    data[3, 0] = 9.0
+    rel = dp_rsgd(Sphere(2), grad, data, 1.0, 1e-3, 3, lr=0.1, init=pole, clip=1.0, rng=0,
+                  ledger=ledger)
+    assert ledger.history()[0]["status"] == "done" and rel.diagnostics["clipped_gradients"] >= 2
+    with pytest.raises(TypeError, match="per_sample_grad must return shape"):
+        dp_rsgd(Sphere(2), lambda w, b: b[:1], data, 1.0, 1e-3, 2, init=pole, clip=1.0, rng=0)

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import MANIFOLDS, base_point, safe_radius
+from conftest import MANIFOLDS, base_point, needs, safe_radius
+from geodp.manifolds.capabilities import has
 
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
 FRACTIONS = st.floats(min_value=1e-6, max_value=1.0)
@@ -16,8 +17,15 @@ PROP = settings(max_examples=25, deadline=None)
 
 
 def points(m, seed, frac, size):
+    """Random points within frac * safe_radius of the base point (uniform where the manifold has
+    a volume density, else along Gaussian directions)."""
     rng = np.random.default_rng(seed)
-    return m.random_ball(base_point(m), frac * safe_radius(m), size=size, rng=rng)
+    if has(m, "volume_density"):
+        return m.random_ball(base_point(m), frac * safe_radius(m), size=size, rng=rng)
+    p = base_point(m)
+    v = m.from_coords(p, rng.standard_normal((size, m.dim)))
+    r = frac * safe_radius(m) * rng.uniform(0, 1, size) / m.norm(p, v)
+    return m.exp(p, r.reshape((size,) + (1,) * len(m.point_shape)) * v)
 
 
 def tangent(m, p, seed, scale):
@@ -31,6 +39,7 @@ def tangent(m, p, seed, scale):
 @PROP
 def test_exp_log_inverse(name, seed, frac):
     m = MANIFOLDS[name]
+    needs(m, "log")
     p, q = points(m, seed, frac, 2)
     v = m.log(p, q)
     m.check_tangent(p, v)
@@ -46,6 +55,7 @@ def test_exp_log_inverse(name, seed, frac):
 @PROP
 def test_distance_symmetric_and_triangle(name, seed, frac):
     m = MANIFOLDS[name]
+    needs(m, "log")
     a, b, c = points(m, seed, frac, 3)
     assert np.isclose(m.dist(a, b), m.dist(b, a), rtol=1e-10, atol=1e-14)
     assert m.dist(a, c) <= m.dist(a, b) + m.dist(b, c) + 1e-12
@@ -57,6 +67,7 @@ def test_distance_symmetric_and_triangle(name, seed, frac):
 @PROP
 def test_transport_is_isometry_into_tq(name, seed, frac):
     m = MANIFOLDS[name]
+    needs(m, "log", "transport")
     p, q = points(m, seed, frac, 2)
     u, v = tangent(m, np.stack([p, p]), seed, 1.0)
     tu, tv = m.transport(p, q, u), m.transport(p, q, v)
@@ -98,6 +109,7 @@ def exp_jacobian_det(m, p, v, h=1e-6):
 @settings(max_examples=10, deadline=None)
 def test_volume_density_matches_finite_differences(name, seed, frac):
     m = MANIFOLDS[name]
+    needs(m, "volume_density")
     p = base_point(m)
     v = tangent(m, p, seed, 1.0)
     v *= frac * safe_radius(m) / m.norm(p, v)
@@ -116,6 +128,7 @@ def sectional_curvature(m, p, u, w, t=2e-3):
 @settings(max_examples=10, deadline=None)
 def test_sectional_curvature_within_bounds(name, seed):
     m = MANIFOLDS[name]
+    needs(m, "log", "curvature_bounds")
     if m.dim < 2:
         return
     p = base_point(m)
@@ -148,9 +161,9 @@ def test_curvature_bounds_are_attained(name):
 
 def test_batched_broadcasting(manifold):
     m = manifold
-    rng = np.random.default_rng(1)
-    ps = m.random_ball(base_point(m), 0.5 * safe_radius(m), size=(4, 3), rng=rng)
-    q = m.random_ball(base_point(m), 0.5 * safe_radius(m), size=None, rng=rng)
+    needs(m, "log")
+    ps = points(m, 1, 0.5, 12).reshape((4, 3) + m.point_shape)
+    q = points(m, 2, 0.5, 1)[0]
     d = m.dist(ps, q)
     assert d.shape == (4, 3)
     assert np.allclose(d[2, 1], m.dist(ps[2, 1], q))
@@ -161,6 +174,7 @@ def test_batched_broadcasting(manifold):
 
 def test_random_ball_inside_radius(manifold):
     m = manifold
+    needs(m, "log", "volume_density")
     c = base_point(m)
     r = 0.3 * safe_radius(m)
     x = m.random_ball(c, r, size=500, rng=np.random.default_rng(3))
@@ -182,6 +196,7 @@ def test_random_ball_radial_law_uniform_volume():
 
 def test_small_distances_are_accurate(manifold):
     m = manifold
+    needs(m, "log")
     p = base_point(m)
     v = tangent(m, p, 5, 1.0)
     v *= 1e-10 / m.norm(p, v)
@@ -200,6 +215,35 @@ def test_check_point_rejects_bad_input(manifold):
             bad = p * 1.5 if not hasattr(m, "n") else p + np.triu(np.ones(m.point_shape), 1)
             m.check_point(bad)
     m.check_point(p)
+
+
+def test_origin_and_random_points_lie_on_the_manifold(manifold):
+    m = manifold
+    assert m.check_point(m.origin()).shape == m.point_shape
+    assert np.array_equal(m.random_point(3), m.random_point(3))
+    m.check_point(m.random_point(4))
+
+
+def test_missing_capabilities_raise_naming_the_manifold_and_method():
+    """A manifold that implements the required core only: every optional capability raises
+    MissingCapability naming it, has() says so, and the Riemannian Laplace refuses up front."""
+    from geodp.manifolds import Euclidean, Manifold
+    from geodp.manifolds.capabilities import MissingCapability, require
+    from geodp.mechanisms import RiemannianLaplace
+
+    class Bare(Euclidean):
+        log = transport = volume_density = radial_volume = Manifold.log
+        dist = Manifold.dist
+        __repr__ = lambda self: "Bare(2)"
+
+    m = Bare(2)
+    assert not has(m, "log") and not has(m, "dist") and has(m, "exp")
+    with pytest.raises(MissingCapability, match="Bare\\(2\\) provides no 'log'"):
+        m.dist(m.origin(), m.origin())
+    with pytest.raises(MissingCapability, match="the Riemannian Laplace mechanism needs 'dist'"):
+        RiemannianLaplace(m, 1.0)
+    with pytest.raises(MissingCapability, match="needs 'transport'"):
+        require(m, ["exp", "transport"], by="a test")
 
 
 @pytest.mark.parametrize("kind", ["sphere", "hyperboloid"])

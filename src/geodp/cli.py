@@ -347,23 +347,6 @@ def cmd_release_pca(args: argparse.Namespace) -> None:
     emit({"data": args.data, "dimension": points.shape[1], **rel.as_dict(diagnostics=args.diagnostics)})
 
 
-def _audit_center(manifold: Manifold) -> np.ndarray:
-    """A base point of each family: the identity, the north pole, the hyperboloid's origin, a
-    regular polygon's pre-shape."""
-    from .manifolds import SPD, Hyperbolic, KendallShape, Sphere
-
-    if isinstance(manifold, SPD):
-        return np.eye(manifold.n)
-    if isinstance(manifold, (Sphere, Hyperbolic)):
-        e = np.zeros(manifold.point_shape)
-        e[-1 if isinstance(manifold, Sphere) else 0] = manifold.radius
-        return e
-    if isinstance(manifold, KendallShape):
-        angle = 2 * np.pi * np.arange(manifold.point_shape[0]) / manifold.point_shape[0]
-        return manifold.project(np.stack([np.cos(angle), np.sin(angle)], axis=-1))
-    return np.zeros(manifold.point_shape)
-
-
 def _gaussian_claim(args: argparse.Namespace) -> tuple[dict, float, dict]:
     """The claim of a Gaussian-type audit (mu-GDP, (epsilon, delta)-DP or (alpha, eps)-RDP), the
     noise scale that meets it at --sensitivity, and the matching audit options."""
@@ -405,7 +388,7 @@ def cmd_audit(args: argparse.Namespace) -> None:
     from .statistics.sensitivity import kng_mean_sensitivity, regression_sensitivity
 
     manifold = _manifold_arg(args.manifold)
-    center = _audit_center(manifold)
+    center = manifold.origin()
     options: dict = {}
     statistic = None
     if args.mechanism == "kng-regression":

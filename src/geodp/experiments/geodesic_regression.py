@@ -46,7 +46,7 @@ NOISE = 0.1
 def synthetic(manifold: Manifold, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Points on a random geodesic at covariates uniform on [0, 1], moved by tangent Gaussian
     noise of standard deviation NOISE per coordinate (Section 4.1, Appendix F)."""
-    base = np.eye(2) if isinstance(manifold, SPD) else np.array([0.0, 0.0, 1.0])
+    base = manifold.origin()
     p0 = manifold.random_ball(base, 0.5, None, rng)
     v0 = manifold.from_coords(p0, rng.standard_normal(manifold.dim))
     x = rng.uniform(0.0, 1.0, n)

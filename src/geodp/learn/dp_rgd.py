@@ -34,7 +34,6 @@ import numpy as np
 from ..manifolds import Manifold
 from ..manifolds.base import Array, as_generator, represents_distance
 from ..mechanisms.discrete_gaussian import SecureTangentGaussian, secure_sigma_for_rho
-from ..mechanisms.tangent_gaussian import TangentGaussian
 from ..privacy import ZCDP, BudgetLedger, Guarantee, SubsampledGaussian, gdp_mu, noise_multiplier_for
 from ..privacy.calibration import zcdp_rho_for
 from ..privacy.conversions import check_count, check_delta, check_positive
@@ -52,25 +51,30 @@ class LipschitzViolation(ValueError):
     """A per-sample gradient exceeded the geodesic Lipschitz bound the caller stated."""
 
 
-def clipped_sum(manifold: Manifold, w: Array, g: Array, bound: float,
-                lipschitz: bool = False) -> tuple[Array, int]:
-    """(sum_i g_i with each g_i scaled to norm <= bound in the metric at w, number scaled).
+def clipped_coordinate_sum(manifold: Manifold, w: Array, g: Array, bound: float,
+                           lipschitz: bool = False) -> tuple[Array, int]:
+    """(sum_i c_i, number scaled), c_i the orthonormal coordinates (``to_coords``) of the
+    gradient g_i at w (b, *point_shape), each scaled to norm <= bound: shape (dim,).
 
-    Adding or removing a record changes the sum by one clipped gradient, of norm <= bound;
-    replacing one changes it by at most 2 bound. The g_i must be tangent at w (``dp_rsgd``
-    projects them first). A non-finite gradient contributes zero (and is counted), so one
-    malformed record can neither abort the release nor exceed the bound. With ``lipschitz=True``
-    the bound is the caller's Lipschitz constant: gradients above it are scaled to it just the
-    same, so the guarantee holds even where the stated bound fails, and those above it by more
-    than rounding (1e-9 relative) are counted, a non-private diagnostic.
+    In orthonormal coordinates the metric norm is the Euclidean one, every c_i is tangent by
+    construction and the sum is bounded by b * bound, so it stays finite whatever the
+    representation's scale at w (SPD entries near 1e307, far hyperboloid points). Adding or
+    removing a record changes the sum by one clipped vector, of norm <= bound; replacing one by
+    at most 2 bound. A non-finite c_i contributes zero (and is counted), so one malformed record
+    can neither abort the release nor exceed the bound. With ``lipschitz=True`` the bound is the
+    caller's Lipschitz constant: coordinates above it are scaled to it just the same, so the
+    guarantee holds even where the stated bound fails, and those above it by more than rounding
+    (1e-9 relative) are counted, a non-private diagnostic.
     """
-    norms = manifold.norm(w, g)
+    with np.errstate(all="ignore"):
+        c = manifold.to_coords(w, g)
+        norms = np.linalg.norm(c, axis=-1)
     bad = ~np.isfinite(norms)
     over = (norms > bound) | bad
     scale = np.where(bad, 0.0, np.where(over, bound / np.where(over & ~bad, norms, 1.0), 1.0))
-    g = np.where(bad.reshape(bad.shape + (1,) * len(manifold.point_shape)), 0.0, g)
+    c = np.where(bad[:, None], 0.0, c) * scale[:, None]
     counted = (norms > bound * (1 + 1e-9)) | bad if lipschitz else over
-    return (g * scale.reshape(scale.shape + (1,) * len(manifold.point_shape))).sum(axis=0), int(counted.sum())
+    return c.sum(axis=0), int(counted.sum())
 
 
 def _chunked_batch_sum(data: ChunkedSample, w: Array, step_gradients: Callable, rate: float,
@@ -356,52 +360,64 @@ def _calibrate(data, epsilon, delta, steps, batching, sampling, clip, lipschitz,
 
 def _step_gradients(manifold: Manifold, per_sample_grad: Callable, euclidean_grad: bool, bound: float,
                     lipschitz: bool) -> Callable[..., tuple[Array, int]]:
-    """(w, batch) -> (the clipped sum of the batch's per-record gradients at w, how many were
-    clipped). With ``strict=False`` (during the run) a batch whose evaluation raises (e.g. a
-    Cholesky factor at an iterate near the edge of double precision) is evaluated record by
-    record, and a record whose clipped gradient cannot be computed contributes zero, like a
-    non-finite one: that depends on the record and w alone (w is a function of the noisy steps
-    before it), so the sensitivity holds and the release goes on. With ``strict=True`` (the
-    check at the public start, before any reservation) errors propagate."""
-    def batch_sum(w: Array, batch: Array) -> tuple[Array, int]:
+    """(w, batch) -> (the clipped sum of the batch's per-record gradients at w in orthonormal
+    coordinates (dim,), how many were clipped).
+
+    Gradients are projected onto T_w (or converted from Euclidean ones) before their coordinates
+    are taken: a component off T_w would reach Exp without noise. With ``strict=False`` (during
+    the run) a batch whose evaluation raises is evaluated record by record, and a record whose
+    gradient raises contributes zero, like a non-finite one: ``per_sample_grad`` is a function of
+    each record alone, so that depends on the record and w (itself a function of the noisy steps
+    before it), the sensitivity holds and the release goes on. A ``TypeError`` (a wrong
+    signature or shape) always propagates. With ``strict=True`` (the check at the public start,
+    before any reservation) every error propagates.
+    """
+    def evaluate(w: Array, batch: Array) -> Array:
         with np.errstate(all="ignore"):
             g = np.asarray(per_sample_grad(w, batch), dtype=float)
-        expected_shape = (len(batch),) + manifold.point_shape
-        if g.shape != expected_shape:
-            raise TypeError(f"per_sample_grad must return shape {expected_shape} (one "
-                            f"gradient per record), got {g.shape}")
-        # the noise lives in T_w: a component of g off T_w would pass into Exp unprotected
-        g = manifold.egrad_to_rgrad(w, g) if euclidean_grad else manifold.to_tangent(w, g)
-        return clipped_sum(manifold, w, g, bound, lipschitz)
+            expected = (len(batch),) + manifold.point_shape
+            if g.shape != expected:
+                raise TypeError(f"per_sample_grad must return shape {expected} (one gradient per "
+                                f"record), got {g.shape}")
+            return manifold.egrad_to_rgrad(w, g) if euclidean_grad else manifold.to_tangent(w, g)
 
-    def record_or_zero(w: Array, record: Array) -> tuple[Array, int]:
+    def record_or_nan(w: Array, record: Array) -> Array:
         try:
-            return batch_sum(w, record)
-        except (ValueError, ArithmeticError):
-            return np.zeros(manifold.point_shape), 1
+            return evaluate(w, record)
+        except TypeError:
+            raise
+        except Exception:  # the record's own failure: it contributes zero (counted)
+            return np.full((1,) + manifold.point_shape, np.nan)
 
     def step_gradients(w: Array, batch: Array, strict: bool = False) -> tuple[Array, int]:
         if not len(batch):
-            return np.zeros(manifold.point_shape), 0
+            return np.zeros(manifold.dim), 0
         try:
-            return batch_sum(w, batch)
-        except (ValueError, ArithmeticError):
+            g = evaluate(w, batch)
+        except TypeError:
+            raise
+        except Exception:
             if strict:
                 raise
-        parts = [record_or_zero(w, batch[i:i + 1]) for i in range(len(batch))]
-        return sum(p[0] for p in parts), sum(p[1] for p in parts)
+            g = np.concatenate([record_or_nan(w, batch[i:i + 1]) for i in range(len(batch))])
+        try:
+            return clipped_coordinate_sum(manifold, w, g, bound, lipschitz)
+        except Exception:  # coordinates at w itself cannot be taken: a function of w alone
+            if strict:
+                raise
+            return np.zeros(manifold.dim), len(batch)
     return step_gradients
 
 
 def _check_records(manifold: Manifold, data, w: Array, step_gradients: Callable, lipschitz: bool) -> None:
-    """Before any budget is reserved: every record finite, every per-record gradient computable at
-    the public w_0 (its errors propagate) and, with a stated Lipschitz bound, within it. One pass
-    over the data (distributed on a chunked sample). Errors give counts, never values."""
+    """Before any budget is reserved: every record finite and, with a stated Lipschitz bound, every
+    per-record gradient at the public w_0 computable and within it. One pass over the data
+    (distributed on a chunked sample). Errors give counts, never values."""
     def kernel(xs: Array, ws: Array | None = None) -> Array:
         xs = np.asarray(xs, dtype=float)
         finite = np.all(np.isfinite(xs.reshape(len(xs), -1)), axis=1)
-        over = step_gradients(w, xs[finite], strict=True)[1]
-        return np.array([np.sum(~finite), over if lipschitz else 0])
+        over = step_gradients(w, xs[finite], strict=True)[1] if lipschitz else 0
+        return np.array([np.sum(~finite), over])
 
     counts = data.total(kernel) if isinstance(data, ChunkedSample) else kernel(data)
     if counts[0]:
@@ -428,7 +444,8 @@ def _descend(manifold, data, w, plan: _Plan, step_gradients, schedule, steps, ou
              rng, domain, loss, meter) -> tuple[Array, int, dict | None, int]:
     """The T noisy steps: (the output iterate, gradients clipped, the loss diagnostics, steps
     that double precision could not take, which kept their iterate)."""
-    noise = (SecureTangentGaussian if plan.secure else TangentGaussian)(manifold, plan.sigma)
+    # the tangent Gaussian N_w(0, sigma^2) in orthonormal coordinates (TangentGaussian's law)
+    noise = SecureTangentGaussian(manifold, plan.sigma) if plan.secure else plan.sigma
     pick = int(rng.integers(steps)) if output == "random" else -1
     chosen, average = (w if pick == 0 else None), None
     trace, errors = ([] if loss is not None else None), []
@@ -475,15 +492,18 @@ def _guarded(compute: Callable[[], Array], fallback: Array) -> Array:
 
 def _noisy_step(manifold: Manifold, noise, w: Array, total: Array, factor: float,
                 rng: np.random.Generator, domain) -> Array | None:
-    """Exp_w(factor (total + noise)), moved onto the domain and projected onto the manifold (on
-    SPD: condition <= 1e12, so the next step's geometry is computable); None where double
-    precision cannot hold the step. Whether it can is a function of w and the noisy sum, i.e. of
-    the private trajectory alone: keeping w then is post-processing, and a far iterate cannot
-    abort a release whose budget is reserved."""
+    """Exp_w(factor (total + noise)) for the clipped sum ``total`` in orthonormal coordinates,
+    moved onto the domain and projected onto the manifold (on SPD: condition <= 1e12, so the
+    next step's geometry is computable); None where double precision cannot hold the step.
+    ``total`` is bounded by the batch size times the clip, so whether the step can be taken is a
+    function of w and the noisy sum, i.e. of the private trajectory alone: keeping w then is
+    post-processing, and a far iterate cannot abort a release whose budget is reserved."""
     def step() -> Array:
-        noisy = noise.sample_around(w, total) if isinstance(noise, SecureTangentGaussian) \
-            else total + noise.sample(w, rng=rng)
-        moved = manifold.exp(w, factor * noisy)
+        if isinstance(noise, SecureTangentGaussian):
+            noisy = noise.noisy_coordinates(total)
+        else:
+            noisy = total + noise * rng.standard_normal(manifold.dim)
+        moved = manifold.exp(w, manifold.from_coords(w, factor * noisy))
         if domain is not None:
             moved = into_ball(manifold, moved, *domain)[0]
         return manifold.project(moved)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ._special import cosh_sinhc, sinc
+from .capabilities import optional
 
 Array = np.ndarray
 
@@ -138,11 +139,17 @@ def space_form_mean_exp_adjoints(p: Array, v: Array, x: Array, e: Array, sign: f
 
 
 class Manifold(ABC):
-    """A complete Riemannian manifold with closed-form exponential and logarithm maps.
+    """A complete Riemannian manifold, vectorised over leading batch dimensions.
 
-    Subclasses set ``dim`` (intrinsic dimension), ``point_shape`` and implement the abstract
-    methods. ``tolerance`` is the distance from the manifold (in the ambient representation)
-    that ``check_point`` and ``check_tangent`` accept.
+    The required core (abstract here): ``dim``, ``point_shape``, ``inner``, ``exp``, ``project``,
+    ``to_tangent``, ``to_coords``/``from_coords`` (an isometry T_p -> R^dim), ``origin`` and the
+    point/tangent defects behind ``check_point``/``check_tangent``. Everything else is an
+    optional capability (``@optional``: ``log`` and ``dist``, ``transport``, ``exp_adjoints``,
+    ``volume_density``, ``curvature_bounds``, ``injectivity_radius``, ``egrad_to_rgrad``,
+    ``radial_volume``, ``eigen_laplace_size``): a manifold without it raises
+    ``MissingCapability`` naming itself and the method, and ``capabilities.has`` says so up front.
+    ``tolerance`` is the distance from the manifold (in the ambient representation) that
+    ``check_point`` and ``check_tangent`` accept.
     """
 
     dim: int
@@ -158,27 +165,55 @@ class Manifold(ABC):
 
     # ----------------------------------------------------------------- geometry facts
     @property
-    @abstractmethod
+    @optional
     def curvature_bounds(self) -> tuple[float, float]:
         """Lower and upper bounds (k_min, k_max) of the sectional curvature."""
 
     @property
-    @abstractmethod
+    @optional
     def injectivity_radius(self) -> float:
         """Infimum over points of the injectivity radius (``inf`` for Hadamard manifolds)."""
 
     @property
     def is_hadamard(self) -> bool:
         """True when the manifold is complete, simply connected and non-positively curved
-        (Exp_p is then a global diffeomorphism and the injectivity radius is infinite)."""
+        (Exp_p is then a global diffeomorphism and the injectivity radius is infinite); False
+        when its curvature or injectivity radius is not known."""
+        from .capabilities import has
+
+        if not (has(self, "curvature_bounds") and has(self, "injectivity_radius")):
+            return False
         return self.curvature_bounds[1] <= 0.0 and not np.isfinite(self.injectivity_radius)
+
+    @abstractmethod
+    def origin(self) -> Array:
+        """A fixed, data-independent point of the manifold (the identity, a pole, an origin)."""
+
+    def random_point(self, rng: np.random.Generator | int | None = None) -> Array:
+        """A random point: Exp at ``origin()`` of a standard normal tangent vector (not uniform;
+        for tests and starting points that must not depend on data)."""
+        o = self.origin()
+        return self.exp(o, self.from_coords(o, as_generator(rng).standard_normal(self.dim)))
+
+    @optional
+    def radial_volume(self) -> tuple[str, float, float]:
+        """(family, c, largest radius) of an isotropic manifold, whose volume in geodesic polar
+        coordinates is r^(d-1) times a function of r alone: "flat" (c = 0), "sphere" (sin(c r) /
+        (c r))^(d-1), "hyperbolic" (sinh(c r)/(c r))^(d-1), or "kendall" (CP^m of holomorphic
+        curvature 4). The Riemannian Laplace's exact polar sampler needs it."""
+
+    @property
+    @optional
+    def eigen_laplace_size(self) -> int:
+        """n of affine-invariant SPD(n), whose Riemannian Laplace factorises over a Haar
+        rotation and eigenvalues (Hajri et al. 2016): the exact SPD sampler needs it."""
 
     # ----------------------------------------------------------------- maps
     @abstractmethod
     def exp(self, p: Array, v: Array) -> Array:
         """Riemannian exponential map Exp_p(v)."""
 
-    @abstractmethod
+    @optional
     def log(self, p: Array, q: Array) -> Array:
         """Riemannian logarithm Log_p(q): the initial velocity of the minimising geodesic."""
 
@@ -216,11 +251,11 @@ class Manifold(ABC):
         """Geodesic distance rho(p, q) = |Log_p(q)|_p."""
         return self.norm(p, self.log(p, q))
 
-    @abstractmethod
+    @optional
     def transport(self, p: Array, q: Array, v: Array) -> Array:
         """Parallel transport of v in T_p along the minimising geodesic from p to q."""
 
-    @abstractmethod
+    @optional
     def exp_adjoints(self, p: Array, v: Array, e: Array) -> tuple[Array, Array]:
         """(d_p Exp_p(v)^dagger e, d_v Exp_p(v)^dagger e) in T_p, for e in T_{Exp_p(v)}.
 
@@ -268,7 +303,7 @@ class Manifold(ABC):
     def to_tangent(self, p: Array, x: Array) -> Array:
         """Orthogonal projection of an ambient array onto T_p."""
 
-    @abstractmethod
+    @optional
     def egrad_to_rgrad(self, p: Array, g: Array) -> Array:
         """Riemannian gradient at p from the Euclidean (ambient) gradient g."""
 
@@ -288,7 +323,7 @@ class Manifold(ABC):
         return self.from_coords(p_b, np.eye(self.dim))
 
     # ----------------------------------------------------------------- volume
-    @abstractmethod
+    @optional
     def volume_density(self, p: Array, v: Array) -> Array:
         """Jacobian determinant of Exp_p at v, in orthonormal frames at p and Exp_p(v).
 

@@ -18,6 +18,12 @@ class Euclidean(Manifold):
         self.dim = int(dim)
         self.point_shape = (self.dim,)
 
+    def origin(self) -> Array:
+        return np.zeros(self.point_shape)
+
+    def radial_volume(self) -> tuple[str, float, float]:
+        return "flat", 0.0, np.inf
+
     @property
     def curvature_bounds(self) -> tuple[float, float]:
         return (0.0, 0.0)

@@ -58,6 +58,15 @@ class Hyperbolic(Manifold):
             return f"Hyperbolic({self.dim})"
         return f"Hyperbolic({self.dim}, curvature={self.curvature:g})"
 
+    def origin(self) -> Array:
+        """The hyperboloid's vertex R e_0."""
+        e = np.zeros(self.point_shape)
+        e[0] = self.radius
+        return e
+
+    def radial_volume(self) -> tuple[str, float, float]:
+        return "hyperbolic", float(np.sqrt(-self.curvature)), np.inf
+
     @property
     def curvature_bounds(self) -> tuple[float, float]:
         return (self.curvature, self.curvature)

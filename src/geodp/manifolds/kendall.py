@@ -54,6 +54,14 @@ class KendallShape(Manifold):
     def __repr__(self) -> str:
         return f"KendallShape({self.k_landmarks})"
 
+    def origin(self) -> Array:
+        """The pre-shape of the regular k-gon."""
+        angle = 2 * np.pi * np.arange(self.point_shape[0]) / self.point_shape[0]
+        return self.project(np.stack([np.cos(angle), np.sin(angle)], axis=-1))
+
+    def radial_volume(self) -> tuple[str, float, float]:
+        return "kendall", 1.0, np.pi / 2
+
     @property
     def curvature_bounds(self) -> tuple[float, float]:
         return (1.0, 4.0) if self.k_landmarks > 3 else (4.0, 4.0)

@@ -48,6 +48,10 @@ class SPD(Manifold):
     def injectivity_radius(self) -> float:
         return float("inf")
 
+    def origin(self) -> Array:
+        """The identity matrix."""
+        return np.eye(self.n)
+
     def project(self, x: Array) -> Array:
         """Symmetric part with eigenvalues floored at 1e-12 times the largest one."""
         w, v = mx.eigh(mx.sym(x))
@@ -225,6 +229,10 @@ class MeanHessian:
 
 class AffineInvariantSPD(SPD):
     """SPD(n) with g_P(U, V) = tr(P^-1 U P^-1 V); computations whiten by the Cholesky factor of P."""
+
+    @property
+    def eigen_laplace_size(self) -> int:
+        return self.n
 
     @property
     def curvature_bounds(self) -> tuple[float, float]:
@@ -430,6 +438,9 @@ class LogEuclideanSPD(SPD):
 
     Fréchet derivatives of log and exp use the Daleckii-Krein divided differences.
     """
+
+    def radial_volume(self) -> tuple[str, float, float]:
+        return "flat", 0.0, np.inf
 
     @property
     def curvature_bounds(self) -> tuple[float, float]:

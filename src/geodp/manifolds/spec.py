@@ -3,19 +3,7 @@
 from __future__ import annotations
 
 from .base import Manifold
-from .euclidean import Euclidean
-from .hyperbolic import Hyperbolic
-from .kendall import KendallShape
-from .spd import SPD
-from .sphere import Sphere
-
-_FAMILIES = {
-    "euclidean": (Euclidean, {}),
-    "sphere": (Sphere, {"curvature": float}),
-    "hyperbolic": (Hyperbolic, {"curvature": float}),
-    "spd": (SPD, {"metric": str}),
-    "kendall": (KendallShape, {}),
-}
+from .registry import FAMILIES
 
 SPEC_HELP = ("manifold as FAMILY:SIZE[,key=value]: euclidean:3, sphere:2[,curvature=1], "
              "hyperbolic:2[,curvature=-1], spd:3[,metric=affine|log-euclidean], kendall:K (landmarks)")
@@ -25,9 +13,9 @@ def manifold_from_spec(spec: str) -> Manifold:
     """Build a manifold from ``FAMILY:SIZE[,key=value,...]``."""
     family, _, rest = spec.partition(":")
     family = family.strip().lower()
-    if family not in _FAMILIES or not rest:
+    if family not in FAMILIES or not rest:
         raise ValueError(f"cannot read manifold {spec!r}; expected {SPEC_HELP}")
-    cls, options = _FAMILIES[family]
+    cls, options = FAMILIES[family].build, FAMILIES[family].options
     size, *pairs = rest.split(",")
     kwargs = {}
     for pair in pairs:

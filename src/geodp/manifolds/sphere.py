@@ -50,6 +50,16 @@ class Sphere(Manifold):
             return f"Sphere({self.dim})"
         return f"Sphere({self.dim}, curvature={self.curvature:g})"
 
+    def origin(self) -> Array:
+        """The north pole R e_d."""
+        e = np.zeros(self.point_shape)
+        e[-1] = self.radius
+        return e
+
+    def radial_volume(self) -> tuple[str, float, float]:
+        c = float(np.sqrt(self.curvature))
+        return "sphere", c, np.pi / c
+
     @property
     def curvature_bounds(self) -> tuple[float, float]:
         return (self.curvature, self.curvature)

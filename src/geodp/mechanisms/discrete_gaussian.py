@@ -445,9 +445,13 @@ class SecureTangentGaussian:
         ndarray, shape size + batch + point_shape
             Tangent vectors at w; Y ~ N_Z(0, s^2)^d per release, from ``secrets``.
         """
-        m = self.manifold
         w = np.asarray(w, dtype=float)
-        centers = round_to_grid(m.to_coords(w, np.asarray(tangent_value, dtype=float)), self.grid)
-        shape = size_tuple(size) + centers.shape
-        noisy = centers + sample_discrete_gaussian(self.sigma2_grid, shape)
-        return m.from_coords(w, from_grid(noisy, self.grid))
+        coords = self.manifold.to_coords(w, np.asarray(tangent_value, dtype=float))
+        return self.manifold.from_coords(w, self.noisy_coordinates(coords, size))
+
+    def noisy_coordinates(self, coords: Array, size: int | tuple[int, ...] | None = None) -> Array:
+        """gamma (round(c/gamma) + Y) for orthonormal coordinates c (..., d): the release in
+        coordinates, shape size + c's shape (``sample_around`` maps it back to T_w)."""
+        centers = round_to_grid(np.asarray(coords, dtype=float), self.grid)
+        noisy = centers + sample_discrete_gaussian(self.sigma2_grid, size_tuple(size) + centers.shape)
+        return from_grid(noisy, self.grid)

@@ -9,7 +9,7 @@ import numpy as np
 from ..manifolds import Manifold
 from ..manifolds import _matrix as mx
 from ..manifolds.base import Array, as_generator, size_tuple
-from ..manifolds.spd import AffineInvariantSPD
+from ..manifolds.capabilities import MissingCapability, has, require
 from ..privacy.conversions import check_positive
 from .envelope import accumulate
 from .mcmc import (MIN_CHAINS, ApproximateSamplerRefused, MCMCDiagnostics, metropolis_hastings,
@@ -88,19 +88,22 @@ class RiemannianLaplace:
             self.restrict_to = (center, radius)
             if self.chain_ball is None:
                 self.chain_ball = self.restrict_to
-        self._law = None
+        require(manifold, ("dist",), by="the Riemannian Laplace mechanism")
+        self._law, self._no_exact_law = None, None
         try:
             self._law = self._unrestricted_law()
         except NotNormalisableError:
             if self.restrict_to is None:
                 raise
+        except MissingCapability as exc:  # no exact law: MCMC, when the caller allows it
+            self._no_exact_law = str(exc)
         self.last_info: SamplerInfo | None = None
 
     def _unrestricted_law(self):
         m = self.manifold
-        if isinstance(m, AffineInvariantSPD):
-            law = SPDEigenLaw(m.n, self.scale, self.min_acceptance)
-            check_representable(m.n, self.scale)
+        if has(m, "eigen_laplace_size"):
+            law = SPDEigenLaw(m.eigen_laplace_size, self.scale, self.min_acceptance)
+            check_representable(m.eigen_laplace_size, self.scale)
             return law
         return radial_law(m, self.scale)
 
@@ -116,10 +119,12 @@ class RiemannianLaplace:
     def _exact_unrestricted(self, footpoint: Array, n: int, rng) -> tuple[Array, float, str]:
         """n draws around one footpoint, or one draw around each of n stacked footpoints."""
         m = self.manifold
+        if self._law is None:
+            raise LowAcceptanceError(self._no_exact_law or "the law is not normalisable")
         single = footpoint.ndim == len(m.point_shape)
         if isinstance(self._law, SPDEigenLaw):
             r, acc, method = self._law.sample(n, rng)
-            u = haar_orthogonal(m.n, n, rng)
+            u = haar_orthogonal(m.eigen_laplace_size, n, rng)
             l, _ = mx.cholesky(footpoint)
             lu = mx.matmul(l, u)
             return spd_from_polar(lu, r, self.scale), acc, f"exact SPD polar decomposition ({method})"
@@ -185,6 +190,8 @@ class RiemannianLaplace:
         try:
             if self.restrict_to is not None:
                 self._restricted_choice(self.restrict_to[0], rng)
+            elif self._law is None:
+                raise LowAcceptanceError(self._no_exact_law)
             elif isinstance(self._law, SPDEigenLaw):
                 self._law.choose(rng)
         except LowAcceptanceError:
@@ -193,6 +200,10 @@ class RiemannianLaplace:
     def _refusal(self, after_data: bool) -> ApproximateSamplerRefused:
         """The refusal of approximate draws, with the exact alternatives of this law."""
         what = f"the Riemannian Laplace on {self.manifold!r} at scale {self.scale:.4g}"
+        if self._no_exact_law is not None and self.restrict_to is None:
+            return ApproximateSamplerRefused(
+                f"{what} has no exact sampler ({self._no_exact_law})",
+                ["a manifold with an exact Laplace law", "the K-norm gradient or DP-RGD mechanism"])
         if self.restrict_to is None:
             return ApproximateSamplerRefused(
                 f"the exact samplers of {what} accept fewer than {self.min_acceptance:g} of their "

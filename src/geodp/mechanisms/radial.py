@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
-from ..manifolds import SPD, Euclidean, Hyperbolic, KendallShape, Manifold, Sphere
-from ..manifolds.spd import LogEuclideanSPD
+from ..manifolds import Manifold
+from ..manifolds.capabilities import require
 from ..privacy.conversions import check_positive
 from .envelope import accumulate, rejection_sample, tangent_envelope
 
@@ -141,30 +141,20 @@ class RadialLaw:
 
 
 def radial_law(manifold: Manifold, scale: float) -> RadialLaw:
-    """The radial law of the Laplace distribution with ``scale`` on an isotropic manifold.
+    """The radial law of the Laplace distribution with ``scale`` on an isotropic manifold (one
+    with the ``radial_volume`` capability).
 
     Raises ``NotNormalisableError`` on hyperbolic space when scale >= 1/((d-1) sqrt(k)), where
-    exp(-r/s) sinh(sqrt(k) r)^(d-1) is not integrable, and ``TypeError`` for manifolds whose
-    volume density depends on the direction (affine-invariant SPD has its own sampler).
+    exp(-r/s) sinh(sqrt(k) r)^(d-1) is not integrable, and ``MissingCapability`` for manifolds
+    whose volume in polar coordinates depends on the direction (affine-invariant SPD has its own
+    sampler) or is not known.
     """
     scale = check_positive("scale", scale)
-    if isinstance(manifold, Euclidean):
-        return RadialLaw("flat", scale, manifold.dim, 0.0, np.inf)
-    if isinstance(manifold, LogEuclideanSPD):
-        return RadialLaw("flat", scale, manifold.dim, 0.0, np.inf)
-    if isinstance(manifold, Sphere):
-        c = np.sqrt(manifold.curvature)
-        return RadialLaw("sphere", scale, manifold.dim, c, np.pi / c)
-    if isinstance(manifold, Hyperbolic):
-        c = np.sqrt(-manifold.curvature)
-        if manifold.dim > 1 and (manifold.dim - 1) * c * scale >= 1:
-            raise NotNormalisableError(
-                f"the Riemannian Laplace on {manifold!r} is normalisable only for scale < "
-                f"1/((d-1) sqrt(k)) = {1 / ((manifold.dim - 1) * c):.6g}; got scale {scale:.6g}. "
-                f"Increase epsilon or n, or restrict the release to a ball (restrict_to)")
-        return RadialLaw("hyperbolic", scale, manifold.dim, c, np.inf)
-    if isinstance(manifold, KendallShape):
-        return RadialLaw("kendall", scale, manifold.dim, 1.0, np.pi / 2)
-    if isinstance(manifold, SPD):
-        raise TypeError("affine-invariant SPD is not isotropic: use spd_laplace_eigenvalues")
-    raise TypeError(f"no radial law for {manifold!r}")
+    require(manifold, ("radial_volume",), by="the exact polar sampler of the Riemannian Laplace")
+    family, c, largest = manifold.radial_volume()
+    if family == "hyperbolic" and manifold.dim > 1 and (manifold.dim - 1) * c * scale >= 1:
+        raise NotNormalisableError(
+            f"the Riemannian Laplace on {manifold!r} is normalisable only for scale < "
+            f"1/((d-1) sqrt(k)) = {1 / ((manifold.dim - 1) * c):.6g}; got scale {scale:.6g}. "
+            f"Increase epsilon or n, or restrict the release to a ball (restrict_to)")
+    return RadialLaw(family, scale, manifold.dim, c, largest)

@@ -16,6 +16,7 @@ import numpy as np
 from . import datasets
 from .manifolds import Manifold
 from .manifolds.spec import SPEC_HELP, manifold_from_spec
+from .mechanisms.registry import MECHANISMS
 
 
 def _to_json(x):
@@ -560,11 +561,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("data", help="a .npy/.csv file or a built-in data set name")
     p.add_argument("--manifold", help=SPEC_HELP)
     p.add_argument("--mechanism", default="laplace",
-                   choices=["laplace", "wrapped-laplace", "wrapped-gaussian", "dp-rgd", "kng"],
-                   help="Riemannian Laplace (Reimherr et al. 2021; any manifold), the "
-                        "exponential-wrapped Laplace / Gaussian (Hadamard manifolds), DP "
-                        "Riemannian gradient descent (Han et al.; any manifold) or the K-norm "
-                        "gradient mechanism (Soto et al.; any manifold)")
+                   choices=list(MECHANISMS),
+                   help="; ".join(f"{name}: {m.summary}" for name, m in MECHANISMS.items()))
     p.add_argument("--epsilon", type=float, help="epsilon of epsilon-DP or (epsilon, delta)-DP")
     p.add_argument("--delta", type=float,
                    help="delta of (epsilon, delta)-DP (wrapped-gaussian, dp-rgd)")

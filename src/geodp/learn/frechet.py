@@ -10,7 +10,7 @@ from ..chunked import ChunkedSample, InMemorySample, as_sample, is_chunked
 from ..manifolds import Manifold
 from ..manifolds.base import Array, as_generator, manifold_first
 from ..mechanisms import NotNormalisableError, RiemannianLaplace, WrappedGaussian, WrappedLaplace
-from ..mechanisms.wrapped import check_hadamard
+from ..mechanisms.registry import lookup
 from ..privacy import (GDP, RDP, ApproxDP, BudgetLedger, Guarantee, PureDP, analytic_gaussian_sigma,
                        gdp_to_pure_equivalent, rdp_sigma)
 from ..mechanisms.kng import KNormGradient, convex_proposal, sample_convex
@@ -22,7 +22,6 @@ from .data_ball import enforce_ball
 from .dp_rgd import dp_rsgd
 from .release import Release, reserved
 
-MECHANISMS = ("laplace", "wrapped-laplace", "wrapped-gaussian", "dp-rgd", "kng")
 _THEOREMS = {
     "laplace": "Riemannian Laplace mechanism (Reimherr, Bharath & Soto 2021, Theorem 1) with the "
                "Fréchet-mean sensitivity of their Theorem 2",
@@ -36,32 +35,26 @@ _THEOREMS = {
 SUBSAMPLE_FRACTION = 0.05
 
 
-def target_guarantee(mechanism: str, epsilon, delta, mu, rdp) -> Guarantee:
-    """The guarantee asked for, checked against what the mechanism can give."""
-    if mechanism not in MECHANISMS:
-        raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
+_ASK = {"epsilon": "epsilon alone (epsilon-DP)", "epsilon-delta": "epsilon and delta > 0 "
+        "((epsilon, delta)-DP)", "mu": "mu alone (mu-GDP)", "rdp": "rdp=(alpha, epsilon) (Rényi DP)"}
+
+
+def target_guarantee(name: str, epsilon, delta, mu, rdp) -> Guarantee:
+    """The guarantee asked for, checked against the notions the registered mechanism gives."""
+    notions = lookup(name).notions
     given = {k for k, v in {"epsilon": epsilon, "delta": delta, "mu": mu, "rdp": rdp}.items()
              if v is not None}
-    if mechanism == "dp-rgd":
-        if given != {"epsilon", "delta"} or not delta > 0:
-            raise ValueError(f"DP-RGD gives (epsilon, delta)-DP: pass epsilon and delta > 0 (got "
-                             f"{sorted(given)})")
-        return ApproxDP(epsilon, delta)
-    if mechanism in ("laplace", "wrapped-laplace", "kng"):
-        if given != {"epsilon"}:
-            raise ValueError(f"the {mechanism} mechanism gives epsilon-DP: pass epsilon only "
-                             f"(got {sorted(given)})")
+    if given == {"epsilon"} and "epsilon" in notions:
         return PureDP(epsilon)
-    if given == {"epsilon", "delta"}:
-        return ApproxDP(epsilon, delta) if delta > 0 else PureDP(epsilon)
-    if given == {"mu"}:
+    if given == {"epsilon", "delta"} and "epsilon-delta" in notions and delta is not None and delta > 0:
+        return ApproxDP(epsilon, delta)
+    if given == {"mu"} and "mu" in notions:
         return GDP(mu)
-    if given == {"rdp"}:
+    if given == {"rdp"} and "rdp" in notions:
         alpha, eps = rdp
         return RDP([alpha], [eps])
-    raise ValueError("the wrapped Gaussian needs exactly one of: epsilon and delta "
-                     "((epsilon, delta)-DP), mu (GDP) or rdp=(alpha, epsilon) (Rényi DP); got "
-                     f"{sorted(given)}")
+    raise ValueError(f"the {name} mechanism needs exactly one of: "
+                     f"{'; '.join(_ASK[n] for n in notions)}; got {sorted(given)}")
 
 
 def split_guarantee(g: Guarantee, fraction: float) -> tuple[float, Guarantee]:
@@ -297,13 +290,12 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
                          f"the {mechanism} mechanism has no secure sampler")
     if center is None or radius is None:
         raise ValueError("center and radius of the public data ball are required")
+    lookup(mechanism).check(manifold)
     wrapped = mechanism.startswith("wrapped")
     if restrict and mechanism != "laplace":
         raise ValueError(f"restrict applies to the Riemannian Laplace (Theorem 3) only, not to "
                          f"the {mechanism} mechanism")
-    if wrapped:
-        check_hadamard(manifold)
-    elif footpoint is not None or tangent_sensitivity is not None:
+    if not wrapped and (footpoint is not None or tangent_sensitivity is not None):
         raise ValueError("footpoint and tangent_sensitivity apply to the wrapped mechanisms only")
     rng = as_generator(rng)
     center = manifold.check_point(center)

@@ -13,6 +13,7 @@ import numpy as np
 from scipy import special
 
 from ..manifolds import Manifold
+from ..manifolds.capabilities import has
 from ..manifolds.base import Array, as_generator, represents_distance, size_tuple
 from ..privacy.conversions import check_positive
 
@@ -22,6 +23,10 @@ class NotHadamardError(ValueError):
 
 
 def check_hadamard(manifold: Manifold) -> None:
+    """Raise ``NotHadamardError`` unless ``manifold`` is known to be Hadamard."""
+    if not (has(manifold, "curvature_bounds") and has(manifold, "injectivity_radius")):
+        raise NotHadamardError(f"exponential-wrapped mechanisms need a Hadamard manifold; "
+                               f"{manifold!r} states no curvature bounds or injectivity radius")
     if not manifold.is_hadamard:
         k_max = manifold.curvature_bounds[1]
         raise NotHadamardError(

@@ -195,6 +195,30 @@ class Manifold(ABC):
         o = self.origin()
         return self.exp(o, self.from_coords(o, as_generator(rng).standard_normal(self.dim)))
 
+    def to_ambient(self, x: Array) -> Array:
+        """Ambient coordinates (..., D) of points or tangent vectors: the representation
+        flattened (SPD: the upper triangle, vech)."""
+        x = np.asarray(x, dtype=float)
+        return x.reshape(x.shape[: x.ndim - len(self.point_shape)] + (-1,))
+
+    def from_ambient(self, y: Array) -> Array:
+        """Inverse of ``to_ambient`` (an ambient array, not necessarily on the manifold)."""
+        y = np.asarray(y, dtype=float)
+        return y.reshape(y.shape[:-1] + self.point_shape)
+
+    def off_manifold(self, x: Array) -> Array:
+        """Whether each ambient array x (..., *point_shape) lies off the manifold (beyond
+        ``tolerance``, or where its defect cannot be computed)."""
+        try:
+            return self._point_defect(x) > self.tolerance
+        except (ValueError, FloatingPointError):
+            return np.ones(x.shape[: x.ndim - len(self.point_shape)], dtype=bool)
+
+    @optional
+    def ambient_radius(self, center: Array, radius: float) -> float:
+        """Radius of a ball of the ambient coordinates (``to_ambient``) that contains the
+        geodesic ball B_radius(center): the Euclidean baseline's sensitivity needs it."""
+
     @optional
     def radial_volume(self) -> tuple[str, float, float]:
         """(family, c, largest radius) of an isotropic manifold, whose volume in geodesic polar

@@ -21,6 +21,9 @@ class Euclidean(Manifold):
     def origin(self) -> Array:
         return np.zeros(self.point_shape)
 
+    def ambient_radius(self, center: Array, radius: float) -> float:
+        return float(radius)
+
     def radial_volume(self) -> tuple[str, float, float]:
         return "flat", 0.0, np.inf
 

@@ -52,6 +52,24 @@ class SPD(Manifold):
         """The identity matrix."""
         return np.eye(self.n)
 
+    def to_ambient(self, x: Array) -> Array:
+        """vech: the upper triangle (its l2 norm is at most the Frobenius norm, so a Frobenius
+        sensitivity bounds it)."""
+        iu = np.triu_indices(self.n)
+        return np.asarray(x, dtype=float)[..., iu[0], iu[1]]
+
+    def from_ambient(self, y: Array) -> Array:
+        y = np.asarray(y, dtype=float)
+        iu = np.triu_indices(self.n)
+        out = np.zeros(y.shape[:-1] + (self.n, self.n))
+        out[..., iu[0], iu[1]] = y
+        out[..., iu[1], iu[0]] = y
+        return out
+
+    def off_manifold(self, x: Array) -> Array:
+        """Not positive definite."""
+        return np.linalg.eigvalsh(x)[..., 0] <= 0
+
     def project(self, x: Array) -> Array:
         """Symmetric part with eigenvalues floored at 1e-12 times the largest one."""
         w, v = mx.eigh(mx.sym(x))
@@ -233,6 +251,11 @@ class AffineInvariantSPD(SPD):
     @property
     def eigen_laplace_size(self) -> int:
         return self.n
+
+    def ambient_radius(self, center: Array, radius: float) -> float:
+        """lambda_max(center) (e^r - 1) (Reimherr et al. 2021, supplement A.2.2, Proposition 1,
+        moved from I to the center by congruence)."""
+        return float(np.linalg.eigvalsh(center)[-1] * np.expm1(radius))
 
     @property
     def curvature_bounds(self) -> tuple[float, float]:

@@ -56,6 +56,10 @@ class Sphere(Manifold):
         e[-1] = self.radius
         return e
 
+    def ambient_radius(self, center: Array, radius: float) -> float:
+        """The chord 2R sin(r/(2R)) (Reimherr et al. 2021, supplement A.3.2)."""
+        return float(2 * self.radius * np.sin(radius / (2 * self.radius)))
+
     def radial_volume(self) -> tuple[str, float, float]:
         c = float(np.sqrt(self.curvature))
         return "sphere", c, np.pi / c

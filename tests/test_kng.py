@@ -471,9 +471,8 @@ def test_private_regression_refuses_bad_inputs_without_charging(tmp_path):
         geodp.private_geodesic_regression(y, m, x, **call)
     with pytest.raises(ValueError, match="max_steps"):
         geodp.private_geodesic_regression(m, x, y, **call, max_steps=100)
-    with pytest.warns(DeprecationWarning, match="pass the manifold first"), \
-            pytest.raises(ValueError, match="outside x_range"):
-        geodp.private_geodesic_regression(x + 0.5, y, m, **call)
+    with pytest.raises(ValueError, match="outside x_range"):
+        geodp.private_geodesic_regression(m, x + 0.5, y, **call)
     assert ledger.history() == []
     rel = geodp.private_geodesic_regression(m, x + 0.5, y, **{**call, "clip": True}, rng=1,
                                             burn_in=200)

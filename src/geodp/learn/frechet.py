@@ -234,8 +234,8 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
     Parameters
     ----------
     manifold : Manifold
-        First, as in every estimator of geodp (the older order ``(points, manifold, ...)`` still
-        works and issues a DeprecationWarning).
+        First, as in every estimator of geodp (another order is a TypeError showing the
+        expected call).
     points : array (n, *point_shape)
         The records, one point each.
     epsilon, delta, mu, rdp

@@ -120,8 +120,8 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     Parameters
     ----------
     manifold : Manifold
-        First, as in every estimator of geodp (the older order ``(x, y, manifold, ...)`` still
-        works and issues a DeprecationWarning).
+        First, as in every estimator of geodp (another order is a TypeError showing the
+        expected call).
     x : array (n,)
         Covariates. Outside ``x_range`` they raise, or with ``clip=True`` are clipped into it.
         With ``y`` a chunked ``dask.array.Array`` (``x`` then cut like it), every gradient is a

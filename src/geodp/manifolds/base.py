@@ -7,7 +7,6 @@ Tangent vectors are stored in the same ambient representation as points.
 
 from __future__ import annotations
 
-import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 
@@ -468,19 +467,11 @@ class Manifold(ABC):
 
 
 def manifold_first(function: str, *args):
-    """geodp's one argument order for estimators: the manifold, then the data.
-
-    Returns ``args`` with the manifold first. A call in the older data-first order (the manifold
-    last among ``args``) still works and issues a ``DeprecationWarning``; anything else is a
-    TypeError that shows the expected call.
-    """
-    is_manifold = [isinstance(a, Manifold) for a in args]
-    if is_manifold[0] and not any(is_manifold[1:]):
+    """geodp's one argument order for estimators: the manifold, then the data. Returns ``args``
+    unchanged, or raises a TypeError that shows the expected call (the data-first order of
+    earlier, unreleased versions included)."""
+    if isinstance(args[0], Manifold) and not any(isinstance(a, Manifold) for a in args[1:]):
         return args
-    if is_manifold[-1] and not any(is_manifold[:-1]):
-        warnings.warn(f"{function}(data, ..., manifold) is deprecated: pass the manifold first, "
-                      f"{function}(manifold, data, ...)", DeprecationWarning, stacklevel=3)
-        return (args[-1],) + args[:-1]
     raise TypeError(f"{function} takes a Manifold first and then the data: {function}(manifold, "
                     f"data, ...); got {', '.join(type(a).__name__ for a in args)}")
 

@@ -107,8 +107,8 @@ class Grassmann(Manifold):
         formula with the columns of P Q_s / sin(theta_i) as U), and Y2 -> Y2 W maps Q_s to W^T Q_s
         and P to P W, leaving the result unchanged. The ratio theta/sin(theta) is taken from
         cos(theta) (``acos_ratio``, analytic at theta = 0), so no angle is read from a cosine near
-        1, and the length comes from P, exact to rounding near Y1: the method of Bendokat,
-        Zimmermann & Absil (2024, Algorithm 5.3) without its second SVD. Where a principal angle
+        1, and the length comes from P, exact to rounding near Y1: the Procrustes-aligned logarithm
+        of Bendokat, Zimmermann & Absil (2024) without its second SVD. Where a principal angle
         is pi/2 (the cut locus) the result is one of the shortest geodesics' velocities.
         """
         perp, c, r, _ = _aligned(p, q)
@@ -170,11 +170,12 @@ class Grassmann(Manifold):
         """prod_{i<j} sinc(theta_i - theta_j) sinc(theta_i + theta_j) prod_i sinc(theta_i)^|n-2k|
         over the m = min(k, n - k) largest singular values theta_i of V, sinc(x) = sin(x)/x.
 
-        Gr(n, k) is a compact symmetric space whose restricted roots are theta_i +- theta_j
-        (multiplicity 1) and theta_i (multiplicity |n - 2k|); the Jacobian of Exp is
-        prod over positive roots (sin(alpha)/alpha)^(m_alpha) (Helgason 1984, Ch. I, Thm 5.10;
-        the root system of Gr(n, k) in Bendokat et al. 2024, Section 7). k = 1 gives the sphere's
-        sinc(|v|)^(n-2).
+        Gr(n, k) = SO(n)/S(O(k) x O(n-k)) is a compact symmetric space of rank m whose restricted
+        roots are theta_i +- theta_j (multiplicity 1) and theta_i (multiplicity |n - 2k|); the
+        Jacobian of Exp on such a space is prod over positive roots (sin(alpha)/alpha)^(m_alpha)
+        (Helgason 1984, Groups and Geometric Analysis, Ch. I, Section 5). k = 1 gives the
+        sphere's sinc(|v|)^(n-2); the invariant tests check the formula against finite
+        differences of Exp.
         """
         m = min(self.k, self.ambient - self.k)
         theta = np.linalg.svd(np.asarray(v, dtype=float), compute_uv=False)[..., :m]

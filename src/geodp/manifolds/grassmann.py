@@ -135,6 +135,51 @@ class Grassmann(Manifold):
         moved = v + np.matmul(turn, along)
         return np.matmul(moved, np.matmul(r, _t(qs)))
 
+    def exp_adjoints(self, p: Array, v: Array, e: Array) -> tuple[Array, Array]:
+        """(d_p Exp_p(v)^dagger e, d_v Exp_p(v)^dagger e), e a lift at the basis ``exp(p, v)``.
+
+        Exp_p(t v) = G(t) p with G(t) = expm(t [[0, -A^T], [A, 0]]) in the basis [p, Y_perp],
+        v = Y_perp A, a one-parameter group of isometries whose differential is the parallel
+        transport along the geodesic (beyond the cut locus too): e goes back as G(1)^T e. The
+        Jacobi operator is constant in that parallel frame (a symmetric space): R(X, v)v =
+        X A^T A + A A^T X - 2 A X^T A for X = Y_perp C. In the singular bases A = P diag(s) W^T
+        (C' = P^T C W) it has eigenvalues (s_i - s_j)^2 on the symmetric and (s_i + s_j)^2 on the
+        antisymmetric part of the leading m x m block (m = min(k, n - k)) and s_i^2 (s_j^2)
+        on the remaining rows (columns): the Jacobi fields scale each by cos(sqrt(lambda)) (d_p,
+        J(0) = delta, J'(0) = 0) and sinc(sqrt(lambda)) (d_v), self-adjoint maps.
+        """
+        p, v, e = (np.asarray(a, dtype=float) for a in (p, v, e))
+        comp = self._complement(p)
+        pr, s, wt = np.linalg.svd(np.matmul(_t(comp), v), full_matrices=True)
+        back = self._transport_back(p, np.matmul(comp, pr[..., :, :s.shape[-1]]), s, wt, e)
+        c = np.matmul(np.matmul(_t(pr), np.matmul(_t(comp), back)), _t(wt))
+
+        def lift(x: Array) -> Array:
+            return np.matmul(comp, np.matmul(np.matmul(pr, x), wt))
+        return lift(self._jacobi(c, s, np.cos)), lift(self._jacobi(c, s, sinc))
+
+    @staticmethod
+    def _transport_back(p: Array, u: Array, s: Array, wt: Array, e: Array) -> Array:
+        """G(1)^T e for v = u diag(s) W^T (W the first m rows of wt, transposed), with
+        G(1) = I + u (cos(s) - 1) u^T + p W (cos(s) - 1) W^T p^T - p W sin(s) u^T + u sin(s) W^T p^T."""
+        w = _t(wt[..., :s.shape[-1], :])
+        pw, ue, pe = np.matmul(p, w), np.matmul(_t(u), e), np.matmul(_t(w), np.matmul(_t(p), e))
+        cos1, sin = (np.cos(s) - 1.0)[..., :, None], np.sin(s)[..., :, None]
+        return e + np.matmul(u, cos1 * ue - sin * pe) + np.matmul(pw, cos1 * pe + sin * ue)
+
+    def _jacobi(self, c: Array, s: Array, f) -> Array:
+        """f(sqrt(lambda)) applied to C' (..., n - k, k) along the Jacobi operator's eigenspaces."""
+        m = s.shape[-1]
+        rows = np.zeros(c.shape[:-2] + (self.ambient - self.k,))
+        cols = np.zeros(c.shape[:-2] + (self.k,))
+        rows[..., :m], cols[..., :m] = s, s
+        out = f(rows[..., :, None] + cols[..., None, :]) * c
+        block = c[..., :m, :m]
+        sym, anti = 0.5 * (block + _t(block)), 0.5 * (block - _t(block))
+        gap = np.abs(s[..., :, None] - s[..., None, :])
+        out[..., :m, :m] = f(gap) * sym + f(s[..., :, None] + s[..., None, :]) * anti
+        return out
+
     def project(self, x: Array) -> Array:
         """The nearest orthonormal basis (polar factor U W^T of the thin SVD U S W^T of x)."""
         u, _, wt = np.linalg.svd(np.asarray(x, dtype=float), full_matrices=False)

@@ -1,17 +1,19 @@
-"""Private leading eigenvector (PCA) on the sphere by DP Riemannian gradient descent.
+"""Private leading eigenvector (PCA) on the sphere, and private principal subspace on the
+Grassmann manifold, by DP Riemannian gradient descent.
 
 Section 5.1 of Han, Mishra, Jawanpuria & Gao: minimise F(w) = -(1/n) sum_i (w^T z_i)^2 over the
 unit sphere S^(D-1). The per-record Riemannian gradient is
 grad f_i(w) = -2 c_i (z_i - c_i w), c_i = w^T z_i, of norm 2 |c_i| sqrt(|z_i|^2 - c_i^2) <= |z_i|^2
 (arithmetic-geometric mean), so a public bound |z_i| <= B gives the geodesic Lipschitz constant
 L0 = B^2 for every w: no clipping is needed and the guarantee holds for all data within the bound.
+The same argument on Gr(D, k) bounds the principal subspace's gradients (``subspace_gradients``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..manifolds import Sphere
+from ..manifolds import Grassmann, Sphere
 from ..manifolds.base import Array, as_generator
 from ..privacy import BudgetLedger
 from ..privacy.conversions import check_positive
@@ -28,6 +30,30 @@ def pca_gradients(w: Array, z: Array) -> Array:
 def pca_loss(w: Array, z: Array) -> float:
     """F(w) = -(1/n) sum_i (w^T z_i)^2."""
     return float(-np.mean((z @ w) ** 2))
+
+
+def rows_within_bound(data: Array, norm_bound: float, clip_data: bool, min_columns: int
+                      ) -> tuple[Array, float, int]:
+    """(the rows z_i, each of norm <= B, B, how many were scaled back to B) for data (n, D).
+
+    Rows above the public bound B raise, or with ``clip_data`` are scaled back to norm B (rows
+    within rounding of B are scaled too, by a factor ~1). D must be at least ``min_columns``.
+    """
+    z = np.asarray(data, dtype=float)
+    if z.ndim != 2 or z.shape[1] < min_columns:
+        raise ValueError(f"data must be an (n, D) array with D >= {min_columns}, got shape {z.shape}")
+    if not np.all(np.isfinite(z)):
+        raise ValueError("data contain NaN or infinite values")
+    bound = check_positive("norm_bound", norm_bound)
+    norms = np.linalg.norm(z, axis=1)
+    beyond = norms > bound * (1 + 1e-12)  # rows normalised to the bound round a little above it
+    if np.any(beyond) and not clip_data:
+        raise ValueError(f"{int(beyond.sum())} row(s) have norm above norm_bound = {bound:g}; "
+                         f"the sensitivity assumes the bound. Pass clip_data=True to scale them "
+                         f"back to it")
+    over = norms > bound
+    z = np.where(over[:, None], z * (bound / np.where(over, norms, 1.0))[:, None], z)
+    return z, bound, int(beyond.sum())
 
 
 def private_pca(data: Array, epsilon: float, delta: float, norm_bound: float,
@@ -48,20 +74,7 @@ def private_pca(data: Array, epsilon: float, delta: float, norm_bound: float,
     The sign of the eigenvector is arbitrary. ``secure=True`` draws discrete Gaussian noise from
     the operating system (see ``dp_rsgd``).
     """
-    z = np.asarray(data, dtype=float)
-    if z.ndim != 2 or z.shape[1] < 2:
-        raise ValueError(f"data must be an (n, D) array with D >= 2, got shape {z.shape}")
-    if not np.all(np.isfinite(z)):
-        raise ValueError("data contain NaN or infinite values")
-    bound = check_positive("norm_bound", norm_bound)
-    norms = np.linalg.norm(z, axis=1)
-    beyond = norms > bound * (1 + 1e-12)  # rows normalised to the bound round a little above it
-    if np.any(beyond) and not clip_data:
-        raise ValueError(f"{int(beyond.sum())} row(s) have norm above norm_bound = {bound:g}; "
-                         f"the sensitivity assumes the bound. Pass clip_data=True to scale them "
-                         f"back to it")
-    over = norms > bound  # those within rounding of the bound are scaled too, by a factor ~1
-    z = np.where(over[:, None], z * (bound / np.where(over, norms, 1.0))[:, None], z)
+    z, bound, beyond = rows_within_bound(data, norm_bound, clip_data, 2)
     sphere = Sphere(z.shape[1] - 1)
     rng = as_generator(rng)
     if init is None:
@@ -71,5 +84,72 @@ def private_pca(data: Array, epsilon: float, delta: float, norm_bound: float,
                   rng=rng, lipschitz=bound**2, loss=pca_loss, ledger=ledger, progress=progress,
                   label="private PCA", secure=secure, sample_rate=sample_rate)
     rel.parameters.update(norm_bound=bound)
-    rel.diagnostics.update(rows_scaled_to_bound=int(beyond.sum()))
+    rel.diagnostics.update(rows_scaled_to_bound=beyond)
+    return rel
+
+
+def subspace_gradients(y: Array, z: Array) -> Array:
+    """Riemannian gradients -2 (z_i - Y a_i) a_i^T, a_i = Y^T z_i, of f_i(Y) = -|Y^T z_i|^2 on
+    Gr(D, k): (I - Y Y^T) times the Euclidean gradient -2 z_i z_i^T Y. Shape (n, D, k)."""
+    a = z @ y
+    return -2.0 * (z - a @ y.T)[:, :, None] * a[:, None, :]
+
+
+def subspace_loss(y: Array, z: Array) -> float:
+    """F(Y) = -(1/n) sum_i |Y^T z_i|^2: minus the variance captured by span(Y)."""
+    return float(-np.mean(np.sum((z @ y) ** 2, axis=1)))
+
+
+def private_principal_subspace(data: Array, k: int, epsilon: float, delta: float,
+                               norm_bound: float, steps: int = 100, lr: float | None = None,
+                               init: Array | None = None, clip_data: bool = False,
+                               batch_size: int | None = None, output: str = "last",
+                               rng: np.random.Generator | int | None = None, *,
+                               ledger: BudgetLedger | None = None, progress: bool | None = None,
+                               secure: bool = False, sample_rate: float | None = None) -> Release:
+    """An (epsilon, delta)-DP top-k principal subspace of (1/n) sum_i z_i z_i^T, a point of
+    Gr(D, k) (an orthonormal basis, shape (D, k)): ``private_pca`` for k directions.
+
+    DP-RGD (``dp_rsgd``; Han, Mishra, Jawanpuria & Gao, Section 5.1 with the sphere replaced by
+    the Grassmann manifold) minimises F(Y) = -(1/n) sum_i |Y^T z_i|^2 over Gr(D, k). With
+    a_i = Y^T z_i, the per-record Riemannian gradient is g_i = -2 (z_i - Y a_i) a_i^T, a rank-one
+    matrix of norm |g_i|_F = 2 |z_i - Y a_i| |a_i|. As z_i - Y a_i and Y a_i are orthogonal and
+    |Y a_i| = |a_i|, |z_i - Y a_i|^2 + |a_i|^2 = |z_i|^2, and 2 x y <= x^2 + y^2 gives
+    |g_i|_F <= |z_i|^2 <= B^2 at every Y: B^2 is the geodesic Lipschitz constant of every f_i, so
+    no clipping acts and the guarantee holds for all data within the bound.
+
+    Neighbouring relation, ``norm_bound``, ``clip_data``, ``batch_size``, ``sample_rate``,
+    ``secure`` and ``output`` as in ``private_pca``; ``lr`` defaults to 1 / (2 B^2) and ``init``
+    (public) to a random point of Gr(D, k) drawn from ``rng``. The basis returned is one of many
+    of the subspace (compare subspaces with ``Grassmann(D, k).dist``).
+
+    Parameters
+    ----------
+    data : array (n, D)
+    k : int
+        The dimension of the subspace, 1 <= k < D (k = 1 is ``private_pca`` up to the sign).
+
+    Returns
+    -------
+    Release with ``value`` of shape (D, k) and ``parameters["k"]``.
+
+    Examples
+    --------
+    >>> z = np.random.default_rng(0).normal(size=(500, 4)) * [3.0, 2.0, 0.5, 0.5]
+    >>> rel = private_principal_subspace(z, 2, 1.0, 1e-5, norm_bound=10.0, clip_data=True, rng=0)
+    >>> rel.value.shape, rel.guarantee.relation.value
+    ((4, 2), 'replace-one')
+    """
+    z, bound, beyond = rows_within_bound(data, norm_bound, clip_data, 2)
+    grassmann = Grassmann(z.shape[1], k)
+    rng = as_generator(rng)
+    if init is None:
+        init = grassmann.random_point(rng)
+    rel = dp_rsgd(grassmann, subspace_gradients, z, epsilon, delta, steps, batch_size=batch_size,
+                  lr=1.0 / (2.0 * bound**2) if lr is None else lr, init=init, output=output,
+                  rng=rng, lipschitz=bound**2, loss=subspace_loss, ledger=ledger,
+                  progress=progress, label="private principal subspace", secure=secure,
+                  sample_rate=sample_rate)
+    rel.parameters.update(norm_bound=bound, k=grassmann.k)
+    rel.diagnostics.update(rows_scaled_to_bound=beyond)
     return rel

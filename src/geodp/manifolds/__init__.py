@@ -2,9 +2,11 @@
 
 from .base import Manifold
 from .euclidean import Euclidean
+from .grassmann import Grassmann
 from .hyperbolic import Hyperbolic
 from .kendall import KendallShape
 from .sphere import Sphere
 from .spd import SPD
 
 __all__ = ["Manifold", "Euclidean", "Sphere", "Hyperbolic", "SPD", "KendallShape"]
+__all__ += ["Grassmann"]

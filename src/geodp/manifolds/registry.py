@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from .base import Manifold
 from .euclidean import Euclidean
+from .grassmann import Grassmann
 from .hyperbolic import Hyperbolic
 from .kendall import KendallShape
 from .spd import SPD
@@ -54,3 +55,4 @@ register("spd", SPD, {"metric": str},
           "spd4_logeuclid": ((4,), {"metric": "log-euclidean"}),
           "spd3_logeuclid": ((3,), {"metric": "log-euclidean"})})
 register("kendall", KendallShape, examples={"kendall3": ((3,), {}), "kendall6": ((6,), {})})
+register("grassmann", Grassmann, {"k": int}, {"grassmann4_2": ((4, 2), {}), "grassmann5_1": ((5, 1), {})})

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import MANIFOLDS, base_point, safe_radius
+from conftest import MANIFOLDS, base_point, needs, safe_radius
 from geodp.statistics import ConvergenceWarning, geodesic_regression
 from geodp.statistics.regression import regression_gradient
 
@@ -38,6 +38,7 @@ def test_exp_adjoints_match_finite_differences(name, seed, length, x):
     -1/2 rho(Exp_p(x v), y)^2 along d (v transported with p), including long geodesics beyond the
     cut locus of compact manifolds."""
     m = MANIFOLDS[name]
+    needs(m, "exp_adjoints", "log", "transport")
     rng, p, v, y = _setup(m, seed, length, 0.3)
     w = x * v
     yhat = m.exp(p, w)
@@ -59,6 +60,7 @@ def test_exp_adjoints_match_finite_differences(name, seed, length, x):
 @pytest.mark.parametrize("name", ["sphere2", "hyperbolic2", "spd3", "kendall6"])
 def test_exp_adjoints_are_batched(name):
     m = MANIFOLDS[name]
+    needs(m, "exp_adjoints", "log", "transport")
     _, p, v, _ = _setup(m, 3, 1.0, 0.3)
     ws = np.stack([0.5 * v, v, -2.0 * v])
     ys = m.exp(p, np.stack([v, 0.3 * v, 0.0 * v]))
@@ -82,6 +84,7 @@ def test_closed_form_mean_adjoints_match_the_record_by_record_mean(name, seed, l
     from geodp.manifolds import Manifold
 
     m = MANIFOLDS[name]
+    needs(m, "exp_adjoints", "log", "transport")
     rng, p, v, _ = _setup(m, seed, max(length, 1e-9), 0.3)
     v = v * (length > 0)
     batch = (chains,) if chains else ()
@@ -145,6 +148,7 @@ def _data(m, seed, n, noise):
 @pytest.mark.parametrize("name", NAMES)
 def test_recovers_noiseless_geodesic_from_a_poor_start(name):
     m = MANIFOLDS[name]
+    needs(m, "exp_adjoints", "log", "transport")
     p, v, x, y = _data(m, 7, 60, 0.0)
     fit = geodesic_regression(m, x, y, init=(y[0], 0.0 * y[0]))
     assert fit.converged and fit.r_squared > 1 - 1e-12
@@ -155,6 +159,7 @@ def test_recovers_noiseless_geodesic_from_a_poor_start(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_noisy_fit_is_a_critical_point_and_a_local_minimum(name):
     m = MANIFOLDS[name]
+    needs(m, "exp_adjoints", "log", "transport")
     _, _, x, y = _data(m, 11, 200, 0.05)
     fit = geodesic_regression(m, x, y)
     assert fit.converged and 0 < fit.r_squared < 1

@@ -8,3 +8,5 @@ from .sphere import Sphere
 from .spd import SPD
 
 __all__ = ["Manifold", "Euclidean", "Sphere", "Hyperbolic", "SPD", "KendallShape"]
+from .special_orthogonal import SpecialOrthogonal  # noqa: E402
+__all__ += ["SpecialOrthogonal"]

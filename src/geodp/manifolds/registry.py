@@ -54,3 +54,5 @@ register("spd", SPD, {"metric": str},
           "spd4_logeuclid": ((4,), {"metric": "log-euclidean"}),
           "spd3_logeuclid": ((3,), {"metric": "log-euclidean"})})
 register("kendall", KendallShape, examples={"kendall3": ((3,), {}), "kendall6": ((6,), {})})
+from .special_orthogonal import SpecialOrthogonal  # noqa: E402
+register("so", SpecialOrthogonal, examples={"so3": ((3,), {}), "so4": ((4,), {})})

@@ -6,7 +6,7 @@ from .base import Manifold
 from .registry import FAMILIES
 
 SPEC_HELP = ("manifold as FAMILY:SIZE[,key=value]: euclidean:3, sphere:2[,curvature=1], "
-             "hyperbolic:2[,curvature=-1], spd:3[,metric=affine|log-euclidean], kendall:K (landmarks)")
+             "hyperbolic:2[,curvature=-1], spd:3[,metric=affine|log-euclidean], kendall:K (landmarks), so:N (rotations)")
 
 
 def manifold_from_spec(spec: str) -> Manifold:

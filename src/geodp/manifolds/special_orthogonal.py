@@ -223,6 +223,34 @@ class SpecialOrthogonal(Manifold):
         half = self._expm(0.5 * a)
         return np.asarray(q, dtype=float) @ _mT(half) @ (_mT(p) @ v) @ half
 
+    def exp_adjoints(self, p: Array, v: Array, e: Array) -> tuple[Array, Array]:
+        """(R (E + Ad_expm(A) E)/2, R phi(ad_A) E) for V = R A and e = Exp_R(V) E, with
+        phi(X) = (e^X - 1)/X = sinc(Theta) + (1 - cos Theta)/Theta^2 X, Theta^2 = -X^2.
+
+        Moving R to R expm(s B) with V parallel transported makes Exp equal to
+        R expm(sB/2) expm(A) expm(sB/2) (``transport``), of derivative Exp_R(V) (1 + e^(-ad_A)) B / 2;
+        d_V Exp_R(V) R B = Exp_R(V) ((1 - e^(-ad_A))/ad_A) B (the differential of expm, Hall 2015,
+        Thm 5.4). ad_A is skew for the bi-invariant metric, so the adjoints replace ad_A by
+        -ad_A. Both are evaluated in the coordinates of ``skew_basis`` (on SO(3), ad_A = [a]_x and
+        phi(ad_A) is the left Jacobian of SO(3)).
+        """
+        p = np.asarray(p, dtype=float)
+        x = self._ad(_mT(p) @ np.asarray(v, dtype=float))
+        eps = self.to_coords(self.exp(p, v), e)[..., None]
+        lam, q = np.linalg.eigh(-(x @ x))
+        t = np.sqrt(np.maximum(lam, 0.0))
+        qt_eps, qt_x_eps = _mT(q) @ eps, _mT(q) @ (x @ eps)
+        turned = q @ (np.cos(t)[..., None] * qt_eps + sinc(t)[..., None] * qt_x_eps)
+        phi = q @ (sinc(t)[..., None] * qt_eps + 0.5 * sinc(0.5 * t)[..., None] ** 2 * qt_x_eps)
+        return (self.from_coords(p, 0.5 * (eps + turned)[..., 0]), self.from_coords(p, phi[..., 0]))
+
+    def _ad(self, a: Array) -> Array:
+        """The matrix (..., dim, dim) of ad_A = [A, .] in the coordinates of ``skew_basis``."""
+        if self.n == 3:
+            return hat(vee_skew(a))
+        bracket = a[..., None, :, :] @ self._basis - self._basis @ a[..., None, :, :]
+        return 0.5 * np.einsum("kij,...lij->...kl", self._basis, bracket)
+
     def karcher_start(self, x: Array, weights: Array) -> Array:
         """The projection of the weighted arithmetic mean onto SO(n)."""
         return self.project(weighted_sum(x, weights, 2))
@@ -269,8 +297,7 @@ class SpecialOrthogonal(Manifold):
         if self.n == 3:
             w = vee_skew(a)
             return sinc(0.5 * np.sqrt(np.sum(w * w, axis=-1))) ** 2
-        bracket = a[..., None, :, :] @ self._basis - self._basis @ a[..., None, :, :]
-        ad = 0.5 * np.einsum("kij,...lij->...kl", self._basis, bracket)
+        ad = self._ad(a)
         mu = np.linalg.eigvalsh(_mT(ad) @ ad)
         return np.prod(sinc(0.5 * np.sqrt(np.maximum(mu, 0.0))), axis=-1)
 

@@ -96,6 +96,14 @@ def test_so2_is_the_unit_circle():
     assert np.allclose(m.to_coords(np.eye(2), m.log(np.eye(2), rot))[:, 0], t)  # basis [[0, -1], [1, 0]]
 
 
+def test_spec_and_registry():
+    from geodp.manifolds.registry import examples
+    from geodp.manifolds.spec import manifold_from_spec
+
+    assert repr(manifold_from_spec("so:3")) == "SpecialOrthogonal(3)"
+    assert {"so3", "so4"} <= set(examples())
+
+
 def test_project_gives_the_nearest_rotation():
     x = np.random.default_rng(11).standard_normal((50, 3, 3))
     r = SO3.project(x)

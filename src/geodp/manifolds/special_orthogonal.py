@@ -96,12 +96,6 @@ def _rotation_vector(m: Array) -> Array:
     return np.where(near[..., None], theta[..., None] * u, w)
 
 
-def _sym_function(s: Array, f) -> Array:
-    """f(s) of symmetric matrices s (..., n, n) by their eigendecomposition."""
-    lam, q = np.linalg.eigh(s)
-    return (q * f(lam)[..., None, :]) @ _mT(q)
-
-
 def _expm_skew(a: Array) -> Array:
     """expm(a) of skew a (..., n, n): cos(Theta) + sinc(Theta) a, Theta = sqrt(-a^2) (a = Theta J
     with J a complex structure commuting with Theta), both as functions of the symmetric -a^2."""
@@ -260,9 +254,7 @@ class SpecialOrthogonal(Manifold):
         """The nearest rotation in the Frobenius norm: U D W^T from the SVD x = U Sigma W^T, with
         D = diag(1, ..., 1, det(U W^T)) (Umeyama 1991)."""
         u, _, wt = np.linalg.svd(np.asarray(x, dtype=float))
-        d = np.sign(np.linalg.det(u @ wt))
-        u = u.copy()
-        u[..., -1] *= np.where(d == 0, 1.0, d)[..., None]
+        u[..., -1] *= np.sign(np.linalg.det(u @ wt))[..., None]
         return u @ wt
 
     def to_tangent(self, p: Array, x: Array) -> Array:

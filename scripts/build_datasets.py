@@ -179,6 +179,23 @@ def trilobites(ktch_data: Path) -> None:
          covariate_range=[-4.0, 2.0])
 
 
+def hand_rotations(data: Path) -> None:
+    """The orientation of each of the 53 SHREC'17 hands (22 joints in 3-D: 0 wrist, 1 palm, 2-5
+    thumb, 6-9 index, 10-13 middle, 14-17 ring, 18-21 little finger) as a rotation: columns
+    x = the index-to-little-finger knuckle direction made orthogonal to y, y = palm -> middle
+    knuckle, z = x cross y. Each rotation depends on its own hand only. All 53 lines of
+    hands.txt are read (geomstats' load_hands takes the first line as a header and keeps 52)."""
+    joints = np.loadtxt(data / "hands" / "hands.txt").reshape(-1, 22, 3)
+    labels = np.loadtxt(data / "hands" / "labels.txt").astype(int)
+    y = joints[:, 10] - joints[:, 1]
+    y /= np.linalg.norm(y, axis=1, keepdims=True)
+    x = joints[:, 6] - joints[:, 18]
+    x -= np.sum(x * y, axis=1, keepdims=True) * y
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    save("hand-rotations", np.stack([x, y, np.cross(x, y)], axis=-1),
+         np.where(labels == 0, "grab", "expand"))
+
+
 if __name__ == "__main__":
     OUT.mkdir(parents=True, exist_ok=True)
     geomstats_data = Path(sys.argv[1])
@@ -188,5 +205,6 @@ if __name__ == "__main__":
     emg(geomstats_data)
     digits()
     iris()
+    hand_rotations(geomstats_data)
     if len(sys.argv) > 2:
         trilobites(Path(sys.argv[2]))

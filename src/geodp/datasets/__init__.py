@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ..manifolds import SPD, Euclidean, Hyperbolic, KendallShape, Manifold, Sphere
+from ..manifolds import (SPD, Euclidean, Hyperbolic, KendallShape, Manifold, SpecialOrthogonal,
+                         Sphere)
 
 _UCI_DIGITS = ("UCI Optical Recognition of Handwritten Digits (CC BY 4.0), bundled with "
                "scikit-learn (BSD-3-Clause)")
@@ -105,6 +106,12 @@ _REGISTRY: dict[str, tuple[Callable[[dict], Manifold], str, str]] = {
                    "wheel (Apache-2.0), ktch/datasets/data/landmark_trilobite_cephala"),
     "iris": (lambda meta: Euclidean(4), "Fisher's iris measurements (cm) in R^4",
              "UCI Iris (CC BY 4.0), bundled with scikit-learn (BSD-3-Clause)"),
+    "hand-rotations": (lambda meta: SpecialOrthogonal(3),
+                       "orientations of 53 hands in SO(3), each from its own 22 joints measured "
+                       "in 3-D (columns: knuckle line index -> little finger, palm -> middle "
+                       "knuckle, palm normal); labels: grab/expand",
+                       "SHREC'17 3D hand gesture data set (De Smedt et al. 2017), subset in the "
+                       "geomstats 2.8.0 wheel (MIT), datasets/data/hands"),
 }
 
 
@@ -116,6 +123,8 @@ _NO_BALL = {
     "iris": "the measurements have no stated range",
     "trilobites": "any planar shape is possible (a regression on it needs no ball: Kendall's "
                   "space is compact)",
+    "hand-rotations": "a hand may point in any direction; an upright hand facing the sensor, "
+                      "diag(-1, 1, -1), is a natural center, but it was read off these data",
     "digits-histograms": "the histograms fill the positive orthant of S^16, whose smallest "
                          "enclosing cap (radius arccos(1/sqrt 17) = 1.33) breaks Assumption 1",
 }

@@ -5,8 +5,9 @@ from .euclidean import Euclidean
 from .grassmann import Grassmann
 from .hyperbolic import Hyperbolic
 from .kendall import KendallShape
+from .special_orthogonal import SpecialOrthogonal
 from .sphere import Sphere
 from .spd import SPD
 
-__all__ = ["Manifold", "Euclidean", "Sphere", "Hyperbolic", "SPD", "KendallShape"]
-__all__ += ["Grassmann"]
+__all__ = ["Manifold", "Euclidean", "Sphere", "Hyperbolic", "SPD", "KendallShape", "Grassmann",
+           "SpecialOrthogonal"]

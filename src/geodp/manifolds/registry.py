@@ -15,6 +15,7 @@ from .grassmann import Grassmann
 from .hyperbolic import Hyperbolic
 from .kendall import KendallShape
 from .spd import SPD
+from .special_orthogonal import SpecialOrthogonal
 from .sphere import Sphere
 
 
@@ -56,3 +57,4 @@ register("spd", SPD, {"metric": str},
           "spd3_logeuclid": ((3,), {"metric": "log-euclidean"})})
 register("kendall", KendallShape, examples={"kendall3": ((3,), {}), "kendall6": ((6,), {})})
 register("grassmann", Grassmann, {"k": int}, {"grassmann4_2": ((4, 2), {}), "grassmann5_1": ((5, 1), {})})
+register("so", SpecialOrthogonal, examples={"so3": ((3,), {}), "so4": ((4,), {})})

@@ -7,7 +7,7 @@ from .registry import FAMILIES
 
 SPEC_HELP = ("manifold as FAMILY:SIZE[,key=value]: euclidean:3, sphere:2[,curvature=1], "
              "hyperbolic:2[,curvature=-1], spd:3[,metric=affine|log-euclidean], kendall:K (landmarks), "
-             "grassmann:N,k=K (K-dimensional subspaces of R^N)")
+             "grassmann:N,k=K (K-dimensional subspaces of R^N), so:N (rotations)")
 
 
 def manifold_from_spec(spec: str) -> Manifold:

@@ -54,3 +54,7 @@ register("spd", SPD, {"metric": str},
           "spd4_logeuclid": ((4,), {"metric": "log-euclidean"}),
           "spd3_logeuclid": ((3,), {"metric": "log-euclidean"})})
 register("kendall", KendallShape, examples={"kendall3": ((3,), {}), "kendall6": ((6,), {})})
+from .stiefel import Stiefel  # noqa: E402
+register("stiefel", Stiefel, examples={"stiefel4_2": ((4, 2), {}), "stiefel3_1": ((3, 1), {}), "stiefel3_3": ((3, 3), {})})
+from .product import Product  # noqa: E402
+register("product", Product, examples={"sphere2_x_euclidean3": ((Sphere(2), Euclidean(3)), {}), "sphere2_x_stiefel4_2": ((Sphere(2), Stiefel(4, 2)), {})})

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import MANIFOLDS, base_point, safe_radius
+from conftest import MANIFOLDS, base_point, needs, safe_radius
 from geodp.statistics import ConvergenceWarning, geodesic_regression
 from geodp.statistics.regression import regression_gradient
 
@@ -38,6 +38,7 @@ def test_exp_adjoints_match_finite_differences(name, seed, length, x):
     -1/2 rho(Exp_p(x v), y)^2 along d (v transported with p), including long geodesics beyond the
     cut locus of compact manifolds."""
     m = MANIFOLDS[name]
+    needs(m, "log", "exp_adjoints")
     rng, p, v, y = _setup(m, seed, length, 0.3)
     w = x * v
     yhat = m.exp(p, w)
@@ -145,6 +146,7 @@ def _data(m, seed, n, noise):
 @pytest.mark.parametrize("name", NAMES)
 def test_recovers_noiseless_geodesic_from_a_poor_start(name):
     m = MANIFOLDS[name]
+    needs(m, "log", "exp_adjoints", "transport")
     p, v, x, y = _data(m, 7, 60, 0.0)
     fit = geodesic_regression(m, x, y, init=(y[0], 0.0 * y[0]))
     assert fit.converged and fit.r_squared > 1 - 1e-12
@@ -155,6 +157,7 @@ def test_recovers_noiseless_geodesic_from_a_poor_start(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_noisy_fit_is_a_critical_point_and_a_local_minimum(name):
     m = MANIFOLDS[name]
+    needs(m, "log", "exp_adjoints")
     _, _, x, y = _data(m, 11, 200, 0.05)
     fit = geodesic_regression(m, x, y)
     assert fit.converged and 0 < fit.r_squared < 1

@@ -182,3 +182,19 @@ def test_private_frechet_mean_refuses_without_log(mechanism):
     with pytest.raises(MissingCapability, match=r"needs 'log'.*Stiefel\(4, 2\) does not provide"):
         private_frechet_mean(m, x, 1.0, m.origin(), 0.5, mechanism=mechanism,
                              delta=1e-5 if mechanism == "dp-rgd" else None, rng=0)
+
+
+@pytest.mark.parametrize("scale", [0.0, 1e-8, 0.3, 1.0, 5.0, 30.0])
+def test_batched_expm_matches_scipy(scale):
+    """The batched [13/13] Pade expm against scipy.linalg.expm, relative to the largest entry,
+    on a (2, 40) stack of 6 x 6 matrices (each scaled by its own power of two)."""
+    from geodp.manifolds.stiefel import expm as batched_expm
+
+    x = scale * np.random.default_rng(23).standard_normal((2, 40, 6, 6))
+    x[0, 0] *= 1e-3  # mixed scalings within one batch
+    got, ref = batched_expm(x), expm(x)
+    size = np.max(np.abs(ref), axis=(-2, -1), keepdims=True)
+    assert got.shape == x.shape and np.all(np.abs(got - ref) <= 1e-11 * size)
+    skew = x - np.swapaxes(x, -1, -2)
+    q = batched_expm(skew)
+    assert np.allclose(q @ np.swapaxes(q, -1, -2), np.eye(6), atol=1e-12 * max(1.0, scale))

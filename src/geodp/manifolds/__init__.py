@@ -8,7 +8,7 @@ from .sphere import Sphere
 from .spd import SPD
 
 __all__ = ["Manifold", "Euclidean", "Sphere", "Hyperbolic", "SPD", "KendallShape"]
-from .stiefel import Stiefel  # noqa: E402
+from .stiefel import Stiefel as Stiefel  # noqa: E402
 __all__.append("Stiefel")
-from .product import Product  # noqa: E402
+from .product import Product as Product  # noqa: E402
 __all__.append("Product")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from geodp.cli import main, read_points
-from geodp.manifolds import SPD, Euclidean, Hyperbolic, KendallShape, Sphere
+from geodp.manifolds import SPD, Euclidean, Hyperbolic, KendallShape, Sphere, Stiefel
 from geodp.manifolds.spec import manifold_from_spec
 
 FAMILIES = {
@@ -16,6 +16,7 @@ FAMILIES = {
     "hyperbolic:2": Hyperbolic(2),
     "spd:2": SPD(2),
     "kendall:4": KendallShape(4),
+    "stiefel:4x2": Stiefel(4, 2),
 }
 
 
@@ -25,7 +26,7 @@ def points(m, n=6):
         return rng.normal(size=(n, 3))
     if isinstance(m, SPD):
         return m.random_ball(np.eye(2), 0.5, n, rng)
-    if isinstance(m, KendallShape):
+    if isinstance(m, (KendallShape, Stiefel)):
         return m.project(rng.normal(size=(n, 4, 2)))
     base = m.project(np.array([1.0, 0.2, 0.1]) if isinstance(m, Hyperbolic) else np.ones(3))
     return m.random_ball(base, 0.3, n, rng)

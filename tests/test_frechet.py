@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import MANIFOLDS, base_point, safe_radius
+from conftest import MANIFOLDS, base_point, needs, safe_radius
 from geodp.manifolds import SPD, Euclidean, KendallShape, Sphere
 from geodp.manifolds import _matrix as mx
 from geodp.statistics import NonUniqueMeanWarning, frechet_mean, uniqueness_radius
@@ -14,6 +14,7 @@ from geodp.statistics import NonUniqueMeanWarning, frechet_mean, uniqueness_radi
 @pytest.mark.parametrize("name", sorted(MANIFOLDS))
 def test_first_order_condition(name):
     m = MANIFOLDS[name]
+    needs(m, "log", "volume_density", "curvature_bounds", "injectivity_radius")
     r = min(0.4 * safe_radius(m), 0.9 * uniqueness_radius(m))
     x = m.random_ball(base_point(m), r, size=60, rng=np.random.default_rng(2))
     res = frechet_mean(m, x, tol=1e-12)
@@ -85,6 +86,7 @@ def test_mean_log_and_value_equal_their_definitions(name):
     """Closed-form Fréchet gradients and values (flat, sphere, hyperbolic, whitened SPD) match the
     definitions sum_i w_i Log_p(x_i) and 1/2 sum_i w_i rho(p, x_i)^2."""
     m = MANIFOLDS[name]
+    needs(m, "log", "volume_density")
     rng = np.random.default_rng(3)
     x = m.random_ball(base_point(m), 0.5 * safe_radius(m), (2, 30), rng)
     p = m.random_ball(base_point(m), 0.3 * safe_radius(m), 2, rng)

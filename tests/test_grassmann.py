@@ -153,7 +153,7 @@ def test_checks_constructor_and_spec():
     for n, k in ((3, 0), (3, 3)):
         with pytest.raises(ValueError, match="1 <= k < n"):
             Grassmann(n, k)
-    assert repr(manifold_from_spec("grassmann:5,k=2")) == "Grassmann(5, 2)"
+    assert repr(manifold_from_spec("grassmann:5x2")) == "Grassmann(5, 2)"
 
 
 def planted(n: int = 3000, seed: int = 15) -> tuple[np.ndarray, float]:

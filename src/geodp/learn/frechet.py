@@ -9,6 +9,7 @@ import numpy as np
 from ..chunked import ChunkedSample, InMemorySample, as_sample, is_chunked
 from ..manifolds import Manifold
 from ..manifolds.base import Array, as_generator, manifold_first
+from ..manifolds.capabilities import require
 from ..mechanisms import NotNormalisableError, RiemannianLaplace, WrappedGaussian, WrappedLaplace
 from ..mechanisms.registry import lookup
 from ..privacy import (GDP, RDP, ApproxDP, BudgetLedger, Guarantee, PureDP, analytic_gaussian_sigma,
@@ -269,7 +270,9 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
     ValueError for data off the manifold or outside the ball, or a guarantee the mechanism cannot
     give; NotNormalisableError when the Laplace has no density at that scale;
     ApproximateSamplerRefused (a ValueError) when only an approximate sampler could draw the
-    release and ``allow_approximate`` is False; BudgetExceededError when the ledger refuses.
+    release and ``allow_approximate`` is False; BudgetExceededError when the ledger refuses;
+    MissingCapability, before anything else, on a manifold without a logarithm, curvature
+    bounds or injectivity radius (e.g. ``Stiefel``, which has no closed-form log).
 
     Every mechanism here is analysed for replace-one neighbours: data sets of the same public size
     n that differ in one record (``rel.guarantee.relation``).
@@ -284,6 +287,9 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
     '1-DP (replace-one)'
     """
     manifold, points = manifold_first("private_frechet_mean", manifold, points)
+    require(manifold, ("log", "curvature_bounds", "injectivity_radius"),
+            by=f"private_frechet_mean (mechanism={mechanism!r}: the Fréchet function and its "
+               f"sensitivity)")
     target = target_guarantee(mechanism, epsilon, delta, mu, rdp)
     if secure and mechanism != "dp-rgd":
         raise ValueError(f"secure=True (discrete Gaussian noise) applies to mechanism='dp-rgd' only; "

@@ -40,7 +40,11 @@ def _declared(cls: type, name: str) -> Any:
 
 
 def has(manifold: Any, name: str) -> bool:
-    """Whether ``manifold`` provides the capability ``name`` (a method or property)."""
+    """Whether ``manifold`` provides the capability ``name`` (a method or property).
+
+    A manifold whose capabilities depend on its instance (``Product``: those of every factor)
+    defines ``provides(name) -> bool``, consulted after the class defines the method.
+    """
     from .base import Manifold
 
     attr = _declared(type(manifold), name)
@@ -48,7 +52,8 @@ def has(manifold: Any, name: str) -> bool:
         return False
     if name in DERIVED and attr is _declared(Manifold, name):
         return all(has(manifold, dep) for dep in DERIVED[name])
-    return True
+    provides = getattr(manifold, "provides", None)
+    return provides is None or bool(provides(name))
 
 
 def require(manifold: Any, names: tuple[str, ...] | list[str], *, by: str) -> None:

@@ -15,8 +15,10 @@ from .grassmann import Grassmann
 from .hyperbolic import Hyperbolic
 from .kendall import KendallShape
 from .spd import SPD
+from .product import Product
 from .special_orthogonal import SpecialOrthogonal
 from .sphere import Sphere
+from .stiefel import Stiefel
 
 
 @dataclass(frozen=True)
@@ -56,5 +58,9 @@ register("spd", SPD, {"metric": str},
           "spd4_logeuclid": ((4,), {"metric": "log-euclidean"}),
           "spd3_logeuclid": ((3,), {"metric": "log-euclidean"})})
 register("kendall", KendallShape, examples={"kendall3": ((3,), {}), "kendall6": ((6,), {})})
-register("grassmann", Grassmann, {"k": int}, {"grassmann4_2": ((4, 2), {}), "grassmann5_1": ((5, 1), {})})
+register("grassmann", Grassmann, {}, {"grassmann4_2": ((4, 2), {}), "grassmann5_1": ((5, 1), {})})
 register("so", SpecialOrthogonal, examples={"so3": ((3,), {}), "so4": ((4,), {})})
+register("stiefel", Stiefel,
+         examples={"stiefel4_2": ((4, 2), {}), "stiefel3_1": ((3, 1), {}), "stiefel3_3": ((3, 3), {})})
+register("product", Product, examples={"sphere2_x_euclidean3": ((Sphere(2), Euclidean(3)), {}),
+                                       "sphere2_x_stiefel4_2": ((Sphere(2), Stiefel(4, 2)), {})})

@@ -9,7 +9,6 @@ import numpy as np
 from ..chunked import ChunkedSample, InMemorySample, as_sample, is_chunked
 from ..manifolds import Manifold
 from ..manifolds.base import Array, as_generator, manifold_first
-from ..manifolds.capabilities import require
 from ..mechanisms import NotNormalisableError, RiemannianLaplace, WrappedGaussian, WrappedLaplace
 from ..mechanisms.registry import lookup
 from ..privacy import (GDP, RDP, ApproxDP, BudgetLedger, Guarantee, PureDP, analytic_gaussian_sigma,
@@ -287,16 +286,13 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
     '1-DP (replace-one)'
     """
     manifold, points = manifold_first("private_frechet_mean", manifold, points)
-    require(manifold, ("log", "curvature_bounds", "injectivity_radius"),
-            by=f"private_frechet_mean (mechanism={mechanism!r}: the Fréchet function and its "
-               f"sensitivity)")
+    lookup(mechanism).check(manifold)  # capabilities it needs, before anything runs
     target = target_guarantee(mechanism, epsilon, delta, mu, rdp)
     if secure and mechanism != "dp-rgd":
         raise ValueError(f"secure=True (discrete Gaussian noise) applies to mechanism='dp-rgd' only; "
                          f"the {mechanism} mechanism has no secure sampler")
     if center is None or radius is None:
         raise ValueError("center and radius of the public data ball are required")
-    lookup(mechanism).check(manifold)
     wrapped = mechanism.startswith("wrapped")
     if restrict and mechanism != "laplace":
         raise ValueError(f"restrict applies to the Riemannian Laplace (Theorem 3) only, not to "

@@ -162,6 +162,11 @@ class SpecialOrthogonal(Manifold):
         the conjugate radius pi / sqrt(k_max) >= sqrt(2) pi."""
         return float(np.pi)
 
+    def provides(self, name: str) -> bool:
+        """Instance-dependent capabilities (``capabilities.has``): the radial volume exists on
+        SO(2) and SO(3) only."""
+        return name != "radial_volume" or self.n <= 3
+
     def radial_volume(self) -> tuple[str, float, float]:
         """SO(2) is the unit circle ("sphere", 1, pi); SO(3) is RP^3 = S^3(radius 2)/{+-1}:
         density (sin(r/2)/(r/2))^2 = "sphere" with c = 1/2, d = 3, cut at pi. SO(n >= 4) is not

@@ -65,7 +65,7 @@ def lookup(name: str) -> Mechanism:
 
 
 register(Mechanism("laplace", "Riemannian Laplace (Reimherr, Bharath & Soto 2021; any manifold)",
-                   ("epsilon",), ("dist", "curvature_bounds", "injectivity_radius"),
+                   ("epsilon",), ("log", "curvature_bounds", "injectivity_radius"),
                    exact_with=("radial_volume", "eigen_laplace_size")))
 register(Mechanism("wrapped-laplace", "exponential-wrapped Laplace (Hadamard manifolds)",
                    ("epsilon",), ("log", "curvature_bounds", "injectivity_radius"), hadamard=True))

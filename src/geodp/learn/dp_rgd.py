@@ -56,9 +56,10 @@ def clipped_coordinate_sum(manifold: Manifold, w: Array, g: Array, bound: float,
     """(sum_i c_i, number scaled), c_i the orthonormal coordinates (``to_coords``) of the
     gradient g_i at w (b, *point_shape), each scaled to norm <= bound: shape (dim,).
 
-    In orthonormal coordinates the metric norm is the Euclidean one, every c_i is tangent by
-    construction and the sum is bounded by b * bound, so it stays finite whatever the
-    representation's scale at w (SPD entries near 1e307, far hyperboloid points). Adding or
+    The sum is taken in the representation and mapped to coordinates once; where that sum
+    overflows (SPD entries near 1e307, far hyperboloid points) it is taken record by record in
+    coordinates, where it is bounded by b * bound: the two are the same vector, so which route
+    ran reveals nothing, and the sum is finite whatever the data. Adding or
     removing a record changes the sum by one clipped vector, of norm <= bound; replacing one by
     at most 2 bound. A non-finite c_i contributes zero (and is counted), so one malformed record
     can neither abort the release nor exceed the bound. With ``lipschitz=True`` the bound is the
@@ -67,14 +68,18 @@ def clipped_coordinate_sum(manifold: Manifold, w: Array, g: Array, bound: float,
     (1e-9 relative) are counted, a non-private diagnostic.
     """
     with np.errstate(all="ignore"):
-        c = manifold.to_coords(w, g)
-        norms = np.linalg.norm(c, axis=-1)
+        norms = manifold.norm(w, g)
     bad = ~np.isfinite(norms)
     over = (norms > bound) | bad
     scale = np.where(bad, 0.0, np.where(over, bound / np.where(over & ~bad, norms, 1.0), 1.0))
-    c = np.where(bad[:, None], 0.0, c) * scale[:, None]
+    nd = len(manifold.point_shape)
+    g = np.where(bad.reshape(bad.shape + (1,) * nd), 0.0, g) * scale.reshape(scale.shape + (1,) * nd)
     counted = (norms > bound * (1 + 1e-9)) | bad if lipschitz else over
-    return c.sum(axis=0), int(counted.sum())
+    with np.errstate(all="ignore"):
+        total = manifold.to_coords(w, g.sum(axis=0))
+        if not np.all(np.isfinite(total)):  # the representation's sum overflowed (a far w)
+            total = np.sum(manifold.to_coords(w, g), axis=0)
+    return total, int(counted.sum())
 
 
 def _chunked_batch_sum(data: ChunkedSample, w: Array, step_gradients: Callable, rate: float,

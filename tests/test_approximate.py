@@ -16,6 +16,7 @@ from geodp.mechanisms import laplace as laplace_module
 from geodp.mechanisms.kng import BundleDomain, sample_bundle
 from geodp.mechanisms.mcmc import ESS_WARN, R_HAT_WARN, MCMCDiagnostics, warn_unless_converged
 from geodp.privacy import BudgetLedger
+from test_kng import _sphere_data
 from geodp.statistics.regression import regression_gradient
 
 #: SPD(5) with 50 records in the public ball B_5(I) at epsilon 1: restricted, the scale
@@ -27,15 +28,6 @@ SPD5, RADIUS = SPD(5), 5.0
 def _spd_data(shift: float = 0.0, n: int = 50, seed: int = 1) -> np.ndarray:
     center = SPD5.exp(np.eye(5), shift * np.diag([1.0, -1.0, 0.0, 0.0, 0.0]))
     return SPD5.random_ball(center, 1.0, n, np.random.default_rng(seed))
-
-
-def _sphere_regression(n: int = 300, seed: int = 0):
-    m = Sphere(2)
-    rng = np.random.default_rng(seed)
-    x = rng.uniform(0, 1, n)
-    y = m.project(m.exp(np.array([0, 0, 1.0]), x[:, None] * np.array([0.6, 0.2, 0]))
-                  + 0.05 * rng.standard_normal((n, 3)))
-    return m, x, y
 
 
 @pytest.mark.parametrize("mechanism, names", [
@@ -138,7 +130,7 @@ def test_kng_bundle_chains_start_the_same_whatever_the_data():
 def test_kng_regression_refuses_after_reserving(tmp_path):
     """The regression's exact acceptance depends on the data: the refusal comes after the
     ledger's reservation, which it keeps."""
-    m, x, y = _sphere_regression()
+    m, x, y = _sphere_data()
     ledger = BudgetLedger(tmp_path / "l.db", 5.0)
     with pytest.raises(ApproximateSamplerRefused, match="a narrower public domain") as err:
         geodp.private_geodesic_regression(m, x, y, 1.0, tau=0.3, x_range=(0, 1), v_max=1.5,

@@ -1,5 +1,7 @@
 """Privacy accounting: guarantees, conversions, calibration, RDP and PLD accountants, a budget ledger."""
 
+from .accountant import (Accountant, BasicAccountant, GDPAccountant, PLDCompositionAccountant,
+                         RDPCurveAccountant)
 from .calibration import (analytic_gaussian_sigma, classic_gaussian_sigma, gdp_sigma, laplace_scale,
                           rdp_sigma)
 from .conversions import (gdp_delta, gdp_epsilon, gdp_mu, gdp_to_pure_equivalent, pure_to_gdp,
@@ -18,4 +20,5 @@ __all__ = [
     "RDPAccountant", "PLDAccountant", "PrivacyLossDistribution", "noise_multiplier_for",
     "composed_epsilon", "subsampled_gaussian_rdp", "ORDERS",
     "BudgetLedger", "BudgetExceededError",
+    "Accountant", "BasicAccountant", "GDPAccountant", "RDPCurveAccountant", "PLDCompositionAccountant",
 ]

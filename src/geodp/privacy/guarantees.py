@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
 from .conversions import (check_count, check_delta, check_positive, gdp_epsilon, pure_to_gdp, pure_to_rdp,
                           rdp_to_approx)
+from .accountant import (Accountant, BasicAccountant, GDPAccountant, PLDCompositionAccountant,
+                         RDPCurveAccountant)
 from .pld import PLDAccountant
 from .rdp import ORDERS, SAMPLINGS, subsampled_gaussian_rdp
 from .relation import Relation, as_relation
@@ -27,6 +30,16 @@ class Guarantee:
     neighbouring ``relation`` (a ``Relation``; replace-one unless stated)."""
 
     relation: Relation
+    ROUTES: ClassVar[frozenset[str]] = frozenset()
+
+    def routes(self) -> frozenset[str]:
+        """The composition routes this guarantee can take (``accountant``): ``"basic"``,
+        ``"gdp"``, ``"rdp"``, ``"pld"``; by default the class's ``ROUTES``."""
+        return self.ROUTES
+
+    def known_orders(self) -> np.ndarray | None:
+        """The only orders its RDP curve is known at, or None when it is known at every order."""
+        return None
 
     def _set_relation(self) -> None:
         object.__setattr__(self, "relation", as_relation(self.relation))
@@ -58,6 +71,7 @@ class PureDP(Guarantee):
 
     epsilon: float
     relation: Relation = REPLACE_ONE
+    ROUTES: ClassVar[frozenset[str]] = frozenset({"basic", "gdp", "rdp", "pld"})
 
     def __post_init__(self):
         object.__setattr__(self, "epsilon", check_positive("epsilon", self.epsilon))
@@ -76,6 +90,10 @@ class PureDP(Guarantee):
     def to_rdp(self, orders: np.ndarray = ORDERS) -> "RDP":
         return RDP(orders, pure_to_rdp(self.epsilon, orders), self.relation)
 
+    def add_to_pld(self, accountant: PLDAccountant, count: int) -> None:
+        """Compose ``count`` runs into ``accountant`` (dominated by randomised response)."""
+        accountant.compose_pure(self.epsilon, count)
+
     def describe(self) -> str:
         return f"{self.epsilon:.6g}-DP ({self.relation.value})"
 
@@ -91,6 +109,7 @@ class ApproxDP(Guarantee):
     epsilon: float
     delta: float
     relation: Relation = REPLACE_ONE
+    ROUTES: ClassVar[frozenset[str]] = frozenset({"basic"})
 
     def __post_init__(self):
         self._set_relation()
@@ -128,6 +147,7 @@ class GDP(Guarantee):
 
     mu: float
     relation: Relation = REPLACE_ONE
+    ROUTES: ClassVar[frozenset[str]] = frozenset({"gdp", "rdp", "pld"})
 
     def __post_init__(self):
         object.__setattr__(self, "mu", check_positive("mu", self.mu))
@@ -139,6 +159,13 @@ class GDP(Guarantee):
 
     def to_approx(self, delta: float) -> ApproxDP:
         return ApproxDP(gdp_epsilon(self.mu, delta), delta, self.relation)
+
+    def to_gdp(self) -> "GDP":
+        return self
+
+    def add_to_pld(self, accountant: PLDAccountant, count: int) -> None:
+        """Compose ``count`` runs into ``accountant``: the Gaussian with sigma = 1/mu."""
+        accountant.compose_gaussian(1.0 / self.mu, count)
 
     def to_rdp(self, orders: np.ndarray = ORDERS) -> "RDP":
         """mu-GDP implies (alpha, alpha mu^2 / 2)-RDP (the Gaussian mechanism's curve)."""
@@ -157,6 +184,7 @@ class ZCDP(Guarantee):
 
     rho: float
     relation: Relation = REPLACE_ONE
+    ROUTES: ClassVar[frozenset[str]] = frozenset({"rdp"})
 
     def __post_init__(self):
         object.__setattr__(self, "rho", check_positive("rho", self.rho))
@@ -189,6 +217,7 @@ class RDP(Guarantee):
     orders: np.ndarray = field(compare=False)
     epsilons: np.ndarray = field(compare=False)
     relation: Relation = REPLACE_ONE
+    ROUTES: ClassVar[frozenset[str]] = frozenset({"rdp"})
 
     def __post_init__(self):
         self._set_relation()
@@ -211,6 +240,9 @@ class RDP(Guarantee):
         if missing:
             raise ValueError(f"this RDP curve is not known at orders {missing[:5]}")
         return RDP(orders, self.epsilons[[pos[a] for a in orders.tolist()]], self.relation)
+
+    def known_orders(self) -> np.ndarray:
+        return self.orders
 
     def _group_of_two(self) -> "RDP":
         known = set(self.orders.tolist())
@@ -301,6 +333,15 @@ class SubsampledGaussian(Guarantee):
     def has_pld(self) -> bool:
         return self.sampling == "poisson"
 
+    def routes(self) -> frozenset[str]:
+        """RDP always; GDP for a full batch; PLD for Poisson sampling."""
+        return frozenset({"rdp"} | ({"gdp"} if self.sample_rate == 1.0 else set())
+                         | ({"pld"} if self.has_pld else set()))
+
+    def add_to_pld(self, accountant: PLDAccountant, count: int) -> None:
+        """Compose ``count`` runs of all the steps into ``accountant``."""
+        accountant.compose_gaussian(self.noise_multiplier, count * self.steps, self.sample_rate)
+
     def to_rdp(self, orders: np.ndarray = ORDERS) -> RDP:
         curve = subsampled_gaussian_rdp(self.noise_multiplier, self.sample_rate, self.sampling,
                                         orders)
@@ -358,100 +399,90 @@ def one_relation(guarantees: list[Guarantee]) -> tuple[list[Guarantee], Relation
     return [g.to_replace_one() for g in guarantees], REPLACE_ONE
 
 
+def _accountant(cls: type[Accountant], guarantees: list[Guarantee]) -> Accountant:
+    """An accountant of class ``cls`` with ``guarantees`` composed, under their common relation
+    (``one_relation``)."""
+    parts, relation = one_relation(guarantees)
+    return cls(relation).compose_all(parts)
+
+
 def compose_pure(guarantees: list[PureDP]) -> PureDP:
-    """Basic composition: epsilons add."""
-    parts, relation = one_relation(guarantees)
-    return PureDP(math.fsum(g.epsilon for g in parts), relation)
+    """Basic composition: epsilons add (``BasicAccountant``)."""
+    acc = _accountant(BasicAccountant, guarantees)
+    return PureDP(acc.epsilon(0.0), acc.relation)
 
 
-def compose_gdp(guarantees: list[GDP]) -> GDP:
-    """mu-GDP composes as the root sum of squares (Dong, Roth & Su 2022, Cor. 3.3)."""
-    parts, relation = one_relation(guarantees)
-    return GDP(math.sqrt(math.fsum(g.mu**2 for g in parts)), relation)
+def compose_gdp(guarantees: list[Guarantee]) -> GDP:
+    """mu-GDP composes as the root sum of squares (``GDPAccountant``); pure parts and full-batch
+    Gaussians are converted."""
+    acc = _accountant(GDPAccountant, guarantees)
+    return GDP(acc.mu, acc.relation)
 
 
 def compose_rdp(guarantees: list[Guarantee]) -> RDP:
-    """RDP composes by adding curves order by order (Mironov 2017, Prop. 1).
+    """RDP composes by adding curves order by order (``RDPCurveAccountant``).
 
     Curves known only at some orders (``RDP`` values) restrict the composition to the orders they
     share; every other guarantee is evaluated there.
     """
-    guarantees, relation = one_relation(guarantees)
-    fixed = [g for g in guarantees if isinstance(g, RDP)]
-    orders = ORDERS
-    if fixed:
-        common = set(fixed[0].orders.tolist())
-        for g in fixed[1:]:
-            common &= set(g.orders.tolist())
-        if not common:
-            raise ValueError("RDP curves must share at least one order to be composed")
-        orders = np.array(sorted(common))
-    return RDP(orders, np.sum([g.to_rdp(orders).epsilons for g in guarantees], axis=0), relation)
-
-
-def _pld_parts(g: Guarantee) -> bool:
-    return isinstance(g, (PureDP, GDP)) or (isinstance(g, SubsampledGaussian) and g.has_pld)
+    acc = _accountant(RDPCurveAccountant, guarantees)
+    return RDP(acc.orders, acc.curve(), acc.relation)
 
 
 def compose_pld(guarantees: list[Guarantee], delta: float) -> float:
-    """Epsilon at ``delta`` of the composition by privacy loss distributions: pure epsilon-DP as
-    randomised response, mu-GDP as the Gaussian with sigma = 1/mu, Poisson-subsampled Gaussians
-    as themselves; equal parts are self-composed in one FFT. The parts must share one relation
-    (``compose`` converts them first)."""
-    if len({g.relation for g in guarantees}) > 1:
-        raise ValueError("compose_pld needs parts of one neighbouring relation")
-    counts: dict[Guarantee, int] = {}
-    for g in guarantees:
-        counts[g] = counts.get(g, 0) + 1
-    acc = PLDAccountant()
-    for g, k in counts.items():
-        if isinstance(g, PureDP):
-            acc.compose_pure(g.epsilon, k)
-        elif isinstance(g, GDP):
-            acc.compose_gaussian(1.0 / g.mu, k)
-        else:
-            acc.compose_gaussian(g.noise_multiplier, k * g.steps, g.sample_rate)
+    """Epsilon at ``delta`` of the composition by privacy loss distributions
+    (``PLDCompositionAccountant``). The parts must share one relation (``compose`` converts them
+    first)."""
+    return PLDCompositionAccountant().compose_all(guarantees).epsilon(delta)
+
+
+TIGHT_ACCOUNTANTS: tuple[type[Accountant], ...] = (RDPCurveAccountant, GDPAccountant,
+                                                   PLDCompositionAccountant)
+
+
+def _tight_epsilon(cls: type[Accountant], parts: list[Guarantee], relation: Relation,
+                   delta: float) -> float | None:
+    """Epsilon at ``delta`` of ``parts`` composed by a ``cls`` accountant, or None when it does not
+    take every part (or refuses one, e.g. RDP curves without a common order)."""
+    acc = cls(relation)
+    if not all(acc.supports(g) for g in parts):
+        return None
+    try:
+        acc.compose_all(parts)
+    except ValueError:
+        return None
     return acc.epsilon(delta)
+
+
+def _shares_epsilon(parts: list[Guarantee], delta: float) -> float:
+    """Basic composition of each part stated at an equal share of ``delta``."""
+    share = delta / len(parts)
+    return math.fsum(g.to_approx(share).epsilon for g in parts)
 
 
 def compose(guarantees: list[Guarantee], delta: float) -> ApproxDP:
     """The tightest (epsilon, delta)-DP implied by composing heterogeneous guarantees, under their
     common relation (replace-one when they mix relations: ``one_relation``).
 
-    ApproxDP parts are composed by basic composition (their deltas are spent first); the rest is
-    composed along every valid route and the smallest epsilon is reported:
-    (i) as RDP curves (pure, GDP, zCDP and subsampled Gaussians converted exactly);
-    (ii) if only pure and GDP parts (and full-batch Gaussians): as GDP (pure eps -> mu via
-    ``pure_to_gdp``);
-    (iii) if only pure, GDP and Poisson-subsampled Gaussian parts: by privacy loss distributions;
-    (iv) basic composition of each part stated at an equal share of the remaining delta.
+    The parts only basic composition takes (ApproxDP) are composed first (``BasicAccountant``:
+    their deltas are spent first). If the rest is pure, it joins them. Otherwise the rest is composed by every
+    accountant of ``TIGHT_ACCOUNTANTS`` that supports all of it (RDP curves; GDP; privacy loss
+    distributions) and by basic composition of each part at an equal share of the remaining
+    delta, and the smallest epsilon is reported.
     """
     if not guarantees:
         raise ValueError("nothing to compose")
     guarantees, relation = one_relation(guarantees)
-    approx = [g for g in guarantees if isinstance(g, ApproxDP)]
-    rest = [g for g in guarantees if not isinstance(g, ApproxDP)]
-    eps0 = math.fsum(g.epsilon for g in approx)
-    delta_left = delta - math.fsum(g.delta for g in approx)
+    approx = [g for g in guarantees if g.routes() <= {"basic"}]
+    rest = [g for g in guarantees if not g.routes() <= {"basic"}]
+    basic = BasicAccountant(relation).compose_all(approx)
+    eps0, spent = basic.total
+    delta_left = delta - spent
     if not rest:
-        if delta_left < 0:
-            raise ValueError(f"the parts already spend delta {delta - delta_left:g} > {delta:g}")
-        return ApproxDP(eps0, delta - delta_left, relation)
-    if all(isinstance(g, PureDP) for g in rest):
+        return ApproxDP(basic.epsilon(delta), delta - delta_left, relation)
+    if all(basic.supports(g) for g in rest):
         return ApproxDP(eps0 + compose_pure(rest).epsilon, max(delta - delta_left, 0.0), relation)
     check_delta(delta_left)
-    candidates = []
-    try:
-        candidates.append(compose_rdp(rest).to_approx(delta_left).epsilon)
-    except ValueError:
-        pass
-    full_batch = [g.to_gdp() if isinstance(g, SubsampledGaussian) and g.sample_rate == 1.0 else g
-                  for g in rest]
-    if all(isinstance(g, (PureDP, GDP)) for g in full_batch):
-        gdps = [g.to_gdp() if isinstance(g, PureDP) else g for g in full_batch]
-        candidates.append(compose_gdp(gdps).to_approx(delta_left).epsilon)
-    if all(_pld_parts(g) for g in rest):
-        candidates.append(compose_pld(rest, delta_left))
-    share = delta_left / len(rest)
-    candidates.append(math.fsum(g.to_approx(share).epsilon for g in rest))
-    return ApproxDP(eps0 + min(candidates), delta, relation)
+    candidates = [_tight_epsilon(cls, rest, relation, delta_left) for cls in TIGHT_ACCOUNTANTS]
+    candidates.append(_shares_epsilon(rest, delta_left))
+    return ApproxDP(eps0 + min(c for c in candidates if c is not None), delta, relation)

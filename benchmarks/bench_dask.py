@@ -93,7 +93,7 @@ def run(kind: str, manifold: Manifold, n: int, in_memory: int, client: Client, c
     seconds, fit = timed(lambda: frechet_mean(manifold, data, tol=1e-10, on_spread="ignore"))
     passes = fit.iterations + 1
     private_seconds, rel = timed(lambda: private_frechet_mean(manifold, data, 1.0, center, radius,
-                                                              clip=True, rng=1))
+                                                              clip_data=True, rng=1))
     private_passes = rel.diagnostics["frechet_iterations"] + 2
     workers = client.run(peak_mib)
     client_peak = peak_mib()

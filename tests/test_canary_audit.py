@@ -243,7 +243,7 @@ def frechet_neighbours(manifold, center, edge: float, n: int = 10):
 def frechet_row(manifold, center, mechanism: str = "laplace", radius: float = 0.1,
                 edge: float | None = None, **kwargs) -> Callable[[], Audit]:
     """Rows 5-7: private_frechet_mean with a Riemannian Laplace or wrapped Gaussian on the
-    ``frechet_neighbours`` at ``edge`` (default: the ball's boundary, less a rounding margin; beyond it, with clip=True,
+    ``frechet_neighbours`` at ``edge`` (default: the ball's boundary, less a rounding margin; beyond it, with clip_data=True,
     the records are moved onto the boundary: the same worst case). Claim: epsilon, or mu."""
     attr = "RiemannianLaplace" if mechanism == "laplace" else "WrappedGaussian"
 
@@ -327,9 +327,9 @@ ROWS = {
     # 1.670 / 1.703 (200 000)
     "5 Fréchet laplace S^2": Row(frechet_row(S2, NORTH, epsilon=1.0), LAPLACE, 200_000, 5),
     "5 Fréchet laplace H^2": Row(frechet_row(H2, ORIGIN_H2, epsilon=1.0), LAPLACE, 200_000, 5),
-    "6 Fréchet laplace clip S^2": Row(frechet_row(S2, NORTH, edge=0.15, clip=True, epsilon=1.0),
+    "6 Fréchet laplace clip S^2": Row(frechet_row(S2, NORTH, edge=0.15, clip_data=True, epsilon=1.0),
                                       LAPLACE, 200_000, 6),
-    "6 Fréchet laplace clip H^2": Row(frechet_row(H2, ORIGIN_H2, edge=0.15, clip=True, epsilon=1.0),
+    "6 Fréchet laplace clip H^2": Row(frechet_row(H2, ORIGIN_H2, edge=0.15, clip_data=True, epsilon=1.0),
                                       LAPLACE, 200_000, 6),
     # epsilon = 1; honest 0.429, twin (scale quartered) 1.693 (200 000). Theorem 3 doubles the
     # scale to pay for the normalising constants, which nearly cancel for these neighbours at the

@@ -77,10 +77,10 @@ def test_clipping_on_chunks_matches_in_memory():
     x = cloud(m, 500, seed=4, spread=0.6)
     center = base_point(m)
     with pytest.warns(geodp.learn.data_ball.ClippingWarning):
-        a = geodp.private_frechet_mean(m, x, 5.0, center, 0.3, clip=True, rng=1)
+        a = geodp.private_frechet_mean(m, x, 5.0, center, 0.3, clip_data=True, rng=1)
     with pytest.warns(geodp.learn.data_ball.ClippingWarning):
         b = geodp.private_frechet_mean(m, da.from_array(x, chunks=(64, 3)), 5.0, center, 0.3,
-                                       clip=True, rng=1)
+                                       clip_data=True, rng=1)
     assert a.diagnostics["clipped"] == b.diagnostics["clipped"]
     assert a.diagnostics["clipped"]["records_clipped"] > 0
     assert float(m.dist(a.value, b.value)) < 1e-10
@@ -235,10 +235,10 @@ def test_chunked_private_regression_is_the_in_memory_release():
     with pytest.raises(ValueError, match="1 of 400 covariates lie outside"):
         geodp.private_geodesic_regression(m, da.from_array(x, chunks=64),
                                           da.from_array(y, chunks=(64, 3)), *args, rng=1)
-    a = geodp.private_geodesic_regression(m, x, y, *args, rng=1, clip=True, burn_in=50,
+    a = geodp.private_geodesic_regression(m, x, y, *args, rng=1, clip_data=True, burn_in=50,
                                           allow_approximate=True)
     b = geodp.private_geodesic_regression(m, da.from_array(x, chunks=64), da.from_array(y, chunks=(64, 3)),
-                                          *args, rng=1, clip=True, burn_in=50, allow_approximate=True)
+                                          *args, rng=1, clip_data=True, burn_in=50, allow_approximate=True)
     assert b.diagnostics["covariates_clipped"] == 1 and b.sensitivity == a.sensitivity
     for part in ("footpoint", "shooting_vector"):
         assert np.max(np.abs(a.value[part] - b.value[part])) < 1e-8

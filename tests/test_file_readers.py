@@ -156,7 +156,7 @@ def test_heavy_clipping_warns_and_restrict_needs_the_laplace():
 
     x = np.random.default_rng(0).normal(size=(50, 2)) * 3
     with pytest.warns(ClippingWarning, match="onto the boundary"):
-        rel = geodp.private_frechet_mean(Euclidean(2), x, 1.0, np.zeros(2), 0.5, clip=True, rng=0)
+        rel = geodp.private_frechet_mean(Euclidean(2), x, 1.0, np.zeros(2), 0.5, clip_data=True, rng=0)
     assert rel.diagnostics["clipped"]["fraction"] > 0.05
     with pytest.raises(ValueError, match="restrict applies to the Riemannian Laplace"):
         geodp.private_frechet_mean(Euclidean(2), x, 1.0, np.zeros(2), 10.0,

@@ -474,7 +474,7 @@ def test_private_regression_refuses_bad_inputs_without_charging(tmp_path):
     with pytest.raises(ValueError, match="outside x_range"):
         geodp.private_geodesic_regression(m, x + 0.5, y, **call)
     assert ledger.history() == []
-    rel = geodp.private_geodesic_regression(m, x + 0.5, y, **{**call, "clip": True}, rng=1,
+    rel = geodp.private_geodesic_regression(m, x + 0.5, y, **{**call, "clip_data": True}, rng=1,
                                             burn_in=200)
     assert rel.diagnostics["covariates_clipped"] == int(np.sum(x + 0.5 > 1))
 

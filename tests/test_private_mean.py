@@ -70,7 +70,7 @@ def test_points_outside_the_ball_raise_or_are_clipped():
         geodp.private_frechet_mean(m, x, 1.0, c, 0.4)
     assert "0.6" not in str(err.value)  # no exact data statistic in a refusal
     with pytest.warns(UserWarning, match="2 of 30 records"):
-        rel = geodp.private_frechet_mean(m, x, 1.0, c, 0.4, clip=True, rng=0)
+        rel = geodp.private_frechet_mean(m, x, 1.0, c, 0.4, clip_data=True, rng=0)
     assert rel.diagnostics["clipped"] == {"records_clipped": 2, "fraction": 2 / 30}
 
 
@@ -106,3 +106,15 @@ def test_cli_release_mean_with_dataset_bound_and_ledger(tmp_path, capsys):
 def test_cli_release_mean_requires_a_public_ball(capsys):
     assert main(["release", "mean", "cities", "--epsilon", "1"]) == 2
     assert "--center and --radius are required" in capsys.readouterr().err
+
+
+def test_cli_refusal_names_the_flag_not_the_keyword(tmp_path, capsys):
+    """A record outside the ball: Python callers read clip_data=True, the CLI --clip-data."""
+    x = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]])
+    np.save(tmp_path / "x.npy", x)
+    call = ["release", "mean", str(tmp_path / "x.npy"), "--manifold", "sphere:2", "--epsilon", "1",
+            "--center", "0,0,1", "--radius", "0.5"]
+    assert main(call) == 2
+    err = capsys.readouterr().err
+    assert "--clip-data" in err and "clip_data=True" not in err
+    assert main(call + ["--clip-data", "--seed", "0"]) == 0

@@ -182,7 +182,7 @@ def test_private_rotation_average_of_real_hand_orientations():
 
     ds = load("hand-rotations")
     center, radius = np.diag([-1.0, 1.0, -1.0]), 1.5
-    rel = geodp.private_frechet_mean(ds.manifold, ds.points, 1e6, center, radius, clip=True, rng=0)
+    rel = geodp.private_frechet_mean(ds.manifold, ds.points, 1e6, center, radius, clip_data=True, rng=0)
     clipped, _ = enforce_ball(ds.manifold, ds.points, center, radius, True)
     assert ds.manifold.dist(rel.value, frechet_mean(ds.manifold, clipped).mean) < 1e-4
     assert ds.manifold.dist(rel.value, frechet_mean(ds.manifold, ds.points).mean) < 1e-2

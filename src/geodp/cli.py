@@ -240,13 +240,18 @@ def open_ledger(path: str | None):
 
 @contextmanager
 def flag_spelling() -> Iterator[None]:
-    """Refusals of approximate samplers name the command-line flag, not the Python keyword."""
+    """Refusals name the command-line flags (--allow-approximate, --clip-data), not the Python
+    keywords."""
     from .mechanisms import ApproximateSamplerRefused
 
     try:
         yield
     except ApproximateSamplerRefused as exc:
         raise exc.spelled("--allow-approximate") from None
+    except ValueError as exc:
+        if "clip_data=True" not in str(exc):
+            raise
+        raise ValueError(str(exc).replace("clip_data=True", "--clip-data")) from None
 
 
 def cmd_release_mean(args: argparse.Namespace) -> None:
@@ -263,7 +268,7 @@ def cmd_release_mean(args: argparse.Namespace) -> None:
     rdp = None if args.rdp_alpha is None else (args.rdp_alpha, args.rdp_epsilon)
     with dask_cluster(args), flag_spelling():
         rel = private_frechet_mean(manifold, points, args.epsilon, center, radius,
-                                   mechanism=args.mechanism, clip=args.clip, ledger=ledger,
+                                   mechanism=args.mechanism, clip_data=args.clip_data, ledger=ledger,
                                    rng=args.seed, restrict=args.restrict, delta=args.delta,
                                    mu=args.mu, rdp=rdp, footpoint=footpoint,
                                    tangent_sensitivity=args.tangent_sensitivity,
@@ -327,7 +332,7 @@ def cmd_release_regression(args: argparse.Namespace) -> None:
     with flag_spelling():
         rel = private_geodesic_regression(manifold, x, y, args.epsilon, args.tau, x_range, args.v_max,
                                           center=center, radius=args.radius, rng=args.seed,
-                                          release=args.release, clip=args.clip, ledger=ledger,
+                                          release=args.release, clip_data=args.clip_data, ledger=ledger,
                                           footpoint_budget=args.footpoint_budget,
                                           max_steps=args.max_steps,
                                           allow_approximate=args.allow_approximate)
@@ -579,7 +584,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a proven bound on |Log_p0 f(D) - Log_p0 f(D')| (default: Delta)")
     p.add_argument("--center", help="public center of the data ball: 'identity', JSON or .npy")
     p.add_argument("--radius", type=float, help="public radius of the data ball")
-    p.add_argument("--clip", action="store_true", help="move points outside the ball onto it")
+    p.add_argument("--clip-data", action="store_true", help="move points outside the ball onto it")
     p.add_argument("--restrict", action="store_true",
                    help="condition the output on the data ball (Theorem 3; doubles the scale)")
     p.add_argument("--allow-approximate", action="store_true", help=APPROXIMATE_HELP)
@@ -605,7 +610,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="one joint KNG draw, or footpoint then shooting vector")
     p.add_argument("--footpoint-budget", type=float, default=0.5,
                    help="sequential: share of epsilon for the footpoint")
-    p.add_argument("--clip", action="store_true", help="clip covariates into --x-range")
+    p.add_argument("--clip-data", action="store_true", help="clip covariates into --x-range")
     p.add_argument("--max-steps", type=int,
                    help="most steps the sampler's chains may run on to mix (default 3200)")
     p.add_argument("--allow-approximate", action="store_true", help=APPROXIMATE_HELP)

@@ -45,12 +45,12 @@ def into_ball(manifold: Manifold, points: Array, center: Array, radius: float,
 
 
 def enforce_ball(manifold: Manifold, points: Array | ChunkedSample, center: Array, radius: float,
-                 clip: bool) -> tuple[Array | ChunkedSample, int]:
+                 clip_data: bool) -> tuple[Array | ChunkedSample, int]:
     """Points inside B_radius(center), and how many were clipped.
 
-    Without ``clip`` a point outside raises ``ValueError`` naming how many (never how far: an
+    Without ``clip_data`` a point outside raises ``ValueError`` naming how many (never how far: an
     exact distance would let whoever sees the error probe an outlier at no privacy cost). With
-    ``clip`` each such point moves along its geodesic from the center to the boundary,
+    ``clip_data`` each such point moves along its geodesic from the center to the boundary,
     Exp_c(radius Log_c(x)/|Log_c(x)|): a fixed map applied to each record, so the sensitivity
     bound (and the guarantee) holds for the clipped data.
 
@@ -70,10 +70,10 @@ def enforce_ball(manifold: Manifold, points: Array | ChunkedSample, center: Arra
         n, count = len(points), int(outside.sum())
     if count == 0:
         return points, 0
-    if not clip:
+    if not clip_data:
         raise ValueError(
             f"{count} of {n} points lie outside the ball of radius {radius:g} around the center; "
-            f"the sensitivity bound does not hold for them. Pass clip=True to move them onto the "
+            f"the sensitivity bound does not hold for them. Pass clip_data=True to move them onto the "
             f"boundary, or choose a larger public radius (fixed without looking at the data)")
     if chunked:
         clipped = points.map_points(lambda x: into_ball(manifold, x, center, radius)[0])

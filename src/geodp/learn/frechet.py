@@ -196,7 +196,7 @@ def _kng_mean(manifold, x, n, fit, target, center, radius, ledger, rng, clipped,
 
 def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | None = None,
                          center: Array | None = None, radius: float | None = None,
-                         mechanism: str = "laplace", clip: bool = False,
+                         mechanism: str = "laplace", clip_data: bool = False,
                          ledger: BudgetLedger | None = None,
                          rng: np.random.Generator | int | None = None, *,
                          restrict: bool = False, delta: float | None = None,
@@ -242,7 +242,7 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
         The target guarantee (which ones a mechanism takes is listed above).
     center, radius
         The public data ball: they must not depend on the data.
-    clip : bool
+    clip_data : bool
         Move records outside the ball onto its boundary (reported; warns above 5%).
     ledger : BudgetLedger, optional
         The release's guarantee is reserved before any randomness is drawn, and composed
@@ -318,7 +318,7 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
         fixed_footpoint = center if footpoint is None else manifold.check_point(footpoint)
     elif isinstance(footpoint, str) and footpoint != "private":
         raise ValueError(f"footpoint must be a point or 'private', got {footpoint!r}")
-    x, clipped = enforce_ball(manifold, x, center, radius, clip)
+    x, clipped = enforce_ball(manifold, x, center, radius, clip_data)
     if clipped:
         clipped = {"records_clipped": clipped, "fraction": clipped / n}
     if mechanism == "dp-rgd":

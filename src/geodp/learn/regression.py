@@ -76,7 +76,7 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
                                 center: Array | None = None, radius: float | None = None,
                                 rng: np.random.Generator | int | None = None, *,
                                 release: str = "joint", footpoint_budget: float = 0.5,
-                                clip: bool = False, ledger: BudgetLedger | None = None,
+                                clip_data: bool = False, ledger: BudgetLedger | None = None,
                                 chains: int = 8, burn_in: int = 100,
                                 max_steps: int | None = None,
                                 allow_approximate: bool = False) -> Release:
@@ -123,7 +123,7 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
         First, as in every estimator of geodp (another order is a TypeError showing the
         expected call).
     x : array (n,)
-        Covariates. Outside ``x_range`` they raise, or with ``clip=True`` are clipped into it.
+        Covariates. Outside ``x_range`` they raise, or with ``clip_data=True`` are clipped into it.
         With ``y`` a chunked ``dask.array.Array`` (``x`` then cut like it), every gradient is a
         distributed reduction: one pass per sampler step (200, and up to ``max_steps`` when the
         chains run on to mix).
@@ -169,9 +169,9 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     data = RegressionSample(manifold, x, y)
     n = data.n
     outside = data.covariates_outside(lo, hi)
-    if outside and not clip:
+    if outside and not clip_data:
         raise ValueError(f"{outside} of {n} covariates lie outside x_range = ({lo:g}, {hi:g}); the "
-                         f"sensitivity bound does not hold for them. Pass clip=True to clip them, "
+                         f"sensitivity bound does not hold for them. Pass clip_data=True to clip them, "
                          f"or give a wider public range")
     if outside:
         data = data.clipped(lo, hi)

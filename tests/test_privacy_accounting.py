@@ -153,3 +153,19 @@ def test_against_dp_accounting():
         theirs.compose(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(z)), steps)
         mine = RDPAccountant(integer_orders).compose_gaussian(z, steps, q).epsilon(1e-5)
         assert mine == pytest.approx(theirs.get_epsilon(1e-5), rel=1e-9)
+
+
+def test_one_calibration_for_every_noise_family():
+    """privacy.calibration.calibrate is what every additive mechanism of the registry uses."""
+    from geodp.privacy import GDP, RDP, ZCDP, ApproxDP, PureDP
+    from geodp.privacy.calibration import analytic_gaussian_sigma, calibrate, rdp_sigma
+
+    assert calibrate("laplace", PureDP(0.5), 2.0) == 4.0
+    assert calibrate("gaussian", ApproxDP(1.0, 1e-5), 2.0) == analytic_gaussian_sigma(1.0, 1e-5, 2.0)
+    assert calibrate("gaussian", GDP(0.5), 2.0) == 4.0
+    assert calibrate("gaussian", RDP([4.0], [0.5]), 2.0) == rdp_sigma(4.0, 0.5, 2.0)
+    assert calibrate("gaussian", ZCDP(0.5), 2.0) == pytest.approx(2.0)  # rho = Delta^2/(2 sigma^2)
+    with pytest.raises(ValueError, match="Laplace noise gives epsilon-DP"):
+        calibrate("laplace", GDP(1.0), 1.0)
+    with pytest.raises(ValueError, match="Gaussian noise gives"):
+        calibrate("gaussian", PureDP(1.0), 1.0)

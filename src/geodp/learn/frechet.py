@@ -11,8 +11,7 @@ from ..manifolds import Manifold
 from ..manifolds.base import Array, as_generator, manifold_first
 from ..mechanisms import NotNormalisableError, RiemannianLaplace, WrappedGaussian, WrappedLaplace
 from ..mechanisms.registry import lookup
-from ..privacy import (GDP, RDP, ApproxDP, BudgetLedger, Guarantee, PureDP, analytic_gaussian_sigma,
-                       gdp_to_pure_equivalent, rdp_sigma)
+from ..privacy import (GDP, RDP, ApproxDP, BudgetLedger, Guarantee, PureDP, gdp_to_pure_equivalent)
 from ..mechanisms.kng import KNormGradient, convex_proposal, sample_convex
 from ..mechanisms.laplace import SamplerInfo
 from ..mechanisms.mcmc import exact_alternatives
@@ -339,25 +338,15 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
                                 "a larger footpoint_budget"):
             fp_mech.check_exact(rng)
     tangent = sensitivity if tangent_sensitivity is None else float(tangent_sensitivity)
+    scale = lookup(mechanism).calibrate(main, tangent if wrapped else sensitivity)
     if not wrapped:
-        scale = (2.0 if restrict else 1.0) * sensitivity / target.epsilon
+        scale *= 2.0 if restrict else 1.0  # Theorem 3: the restricted law's normaliser varies
         mech = RiemannianLaplace(manifold, scale, restrict_to=(center, radius) if restrict else None,
                                  allow_approximate=allow_approximate, chain_ball=(center, radius))
         mech.check_exact(rng)
-        name = "Riemannian Laplace (Reimherr et al. 2021)"
-    elif mechanism == "wrapped-laplace":
-        scale = tangent / main.epsilon
-        name = "exponential-wrapped Laplace"
-    else:
-        if isinstance(main, PureDP):
-            raise ValueError("the Gaussian mechanism needs delta > 0 for (epsilon, delta)-DP")
-        if isinstance(main, ApproxDP):
-            scale = analytic_gaussian_sigma(main.epsilon, main.delta, tangent)
-        elif isinstance(main, GDP):
-            scale = tangent / main.mu
-        else:
-            scale = rdp_sigma(float(main.orders[0]), float(main.epsilons[0]), tangent)
-        name = "exponential-wrapped Gaussian"
+    name = {"laplace": "Riemannian Laplace (Reimherr et al. 2021)",
+            "wrapped-laplace": "exponential-wrapped Laplace",
+            "wrapped-gaussian": "exponential-wrapped Gaussian"}[mechanism]
     if wrapped:
         cls = WrappedLaplace if mechanism == "wrapped-laplace" else WrappedGaussian
         if fixed_footpoint is not None:

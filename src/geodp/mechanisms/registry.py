@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from ..manifolds import Manifold
 from ..manifolds.capabilities import has, require
+from ..privacy import Guarantee
+from ..privacy.calibration import calibrate
 
 #: The guarantee arguments a mechanism may take: "epsilon" (pure), "epsilon-delta", "mu" (GDP),
 #: "rdp" ((alpha, eps)-RDP).
@@ -30,6 +32,7 @@ class Mechanism:
     requires: tuple[str, ...]
     exact_with: tuple[str, ...] = ()
     hadamard: bool = False
+    noise: str | None = None
 
     def check(self, manifold: Manifold) -> None:
         """Raise ``MissingCapability`` (naming what is missing) or ``NotHadamardError`` unless
@@ -39,6 +42,14 @@ class Mechanism:
             from .wrapped import check_hadamard
 
             check_hadamard(manifold)
+
+    def calibrate(self, target: Guarantee, sensitivity: float) -> float:
+        """The noise scale that gives ``target`` at ``sensitivity`` (``privacy.calibrate`` for the
+        mechanism's noise family; KNG and DP-RGD calibrate through their own sensitivities and
+        accountants)."""
+        if self.noise is None:
+            raise ValueError(f"the {self.name} mechanism calibrates through its own accountant")
+        return calibrate(self.noise, target, sensitivity)
 
     def exact_on(self, manifold: Manifold) -> bool:
         """Whether ``manifold`` gives this mechanism an exact sampler (else MCMC, on request)."""
@@ -66,12 +77,13 @@ def lookup(name: str) -> Mechanism:
 
 register(Mechanism("laplace", "Riemannian Laplace (Reimherr, Bharath & Soto 2021; any manifold)",
                    ("epsilon",), ("log", "curvature_bounds", "injectivity_radius"),
-                   exact_with=("radial_volume", "eigen_laplace_size")))
+                   exact_with=("radial_volume", "eigen_laplace_size"), noise="laplace"))
 register(Mechanism("wrapped-laplace", "exponential-wrapped Laplace (Hadamard manifolds)",
-                   ("epsilon",), ("log", "curvature_bounds", "injectivity_radius"), hadamard=True))
+                   ("epsilon",), ("log", "curvature_bounds", "injectivity_radius"), hadamard=True,
+                   noise="laplace"))
 register(Mechanism("wrapped-gaussian", "exponential-wrapped Gaussian (Hadamard manifolds)",
                    ("epsilon-delta", "mu", "rdp"), ("log", "curvature_bounds", "injectivity_radius"),
-                   hadamard=True))
+                   hadamard=True, noise="gaussian"))
 register(Mechanism("dp-rgd", "DP Riemannian gradient descent (Han et al.; any manifold with log)",
                    ("epsilon-delta",), ("log", "curvature_bounds", "injectivity_radius")))
 register(Mechanism("kng", "K-norm gradient mechanism (Reimherr & Awan; Soto et al.)",

@@ -69,3 +69,33 @@ def zcdp_rho_for(epsilon: float, delta: float) -> float:
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if ZCDP(mid).to_approx(delta).epsilon <= epsilon else (lo, mid)
     return lo
+
+
+def calibrate(noise: str, target, sensitivity: float) -> float:
+    """The scale of additive noise of the family ``noise`` that gives the guarantee ``target`` for
+    a query of this (L2, or metric) ``sensitivity``: the one calibration of the mechanisms that
+    add noise to a statistic.
+
+    ``"laplace"`` (the Riemannian, wrapped and K-norm Laplace laws, density exp(-|x|/b)): pure
+    epsilon-DP at b = Delta / epsilon. ``"gaussian"`` (N(0, sigma^2 I)): (epsilon, delta)-DP by
+    the analytic condition (``analytic_gaussian_sigma``), mu-GDP at Delta / mu, (alpha, eps)-RDP
+    at Delta / sqrt(2 eps / alpha), rho-zCDP at Delta / sqrt(2 rho).
+    """
+    from .guarantees import GDP, RDP, ZCDP, ApproxDP, PureDP
+
+    if noise == "laplace":
+        if not isinstance(target, PureDP):
+            raise ValueError(f"Laplace noise gives epsilon-DP, not {target.describe()}")
+        return laplace_scale(target.epsilon, sensitivity)
+    if noise != "gaussian":
+        raise ValueError(f"noise must be 'laplace' or 'gaussian', got {noise!r}")
+    if isinstance(target, ApproxDP) and target.delta > 0:
+        return analytic_gaussian_sigma(target.epsilon, target.delta, sensitivity)
+    if isinstance(target, GDP):
+        return gdp_sigma(target.mu, sensitivity)
+    if isinstance(target, RDP) and len(target.orders) == 1:
+        return rdp_sigma(float(target.orders[0]), float(target.epsilons[0]), sensitivity)
+    if isinstance(target, ZCDP):
+        return check_positive("sensitivity", sensitivity) / float(np.sqrt(2.0 * target.rho))
+    raise ValueError(f"Gaussian noise gives (epsilon, delta)-DP with delta > 0, mu-GDP, one "
+                     f"(alpha, eps)-RDP pair or rho-zCDP, not {target.describe()}")

@@ -484,11 +484,12 @@ def cmd_budget(args: argparse.Namespace) -> None:
         ledger = open_ledger(args.ledger)
     eps, delta = ledger.spent()
     basic_eps, basic_delta = ledger.spent_basic()
+    relation = ledger.relation()
     out = {"ledger": str(args.ledger), "total_epsilon": ledger.total_epsilon,
            "total_delta": ledger.total_delta, "spent_epsilon": eps, "spent_delta": delta,
            "remaining_epsilon": ledger.total_epsilon - eps,
            "remaining_delta": ledger.total_delta - delta,
-           "relation": None if ledger.relation() is None else ledger.relation().value,
+           "relation": None if relation is None else relation.value,
            "composition": "tightest of RDP, GDP, privacy loss distributions and basic; entries "
                           "of mixed relations stated under replace-one by group privacy",
            "basic_composition": {"spent_epsilon": basic_eps, "spent_delta": basic_delta}}

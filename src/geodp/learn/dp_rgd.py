@@ -270,10 +270,8 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
         value, clipped, trace, kept = _descend(manifold, data, w, plan, step_gradients, schedule,
                                                steps, output, batch_size, as_generator(rng), domain,
                                                loss, meter)
-    rel = _release(plan, value, clipped, trace, steps, sampling, output, delta, epsilon,
-                   clip is not None)
-    rel.diagnostics["steps_not_representable"] = kept
-    return rel
+    return _release(plan, value, clipped, kept, trace, steps, sampling, output, delta, epsilon,
+                    clip is not None)
 
 
 def _check_inputs(manifold: Manifold, data, init, domain, output: str, sampling: str):
@@ -449,8 +447,11 @@ def _descend(manifold, data, w, plan: _Plan, step_gradients, schedule, steps, ou
              rng, domain, loss, meter) -> tuple[Array, int, dict | None, int]:
     """The T noisy steps: (the output iterate, gradients clipped, the loss diagnostics, steps
     that double precision could not take, which kept their iterate)."""
-    # the tangent Gaussian N_w(0, sigma^2) in orthonormal coordinates (TangentGaussian's law)
-    noise = SecureTangentGaussian(manifold, plan.sigma) if plan.secure else plan.sigma
+    if plan.secure:
+        add_noise = SecureTangentGaussian(manifold, plan.sigma).noisy_coordinates
+    else:  # the tangent Gaussian N_w(0, sigma^2) in orthonormal coordinates (TangentGaussian's law)
+        def add_noise(total: Array) -> Array:
+            return total + plan.sigma * rng.standard_normal(manifold.dim)
     pick = int(rng.integers(steps)) if output == "random" else -1
     chosen, average = (w if pick == 0 else None), None
     trace, errors = ([] if loss is not None else None), []
@@ -470,54 +471,51 @@ def _descend(manifold, data, w, plan: _Plan, step_gradients, schedule, steps, ou
                 batch = data[rng.random(plan.n) < plan.rate]
             total, clipped = step_gradients(w, batch)
         clipped_total += clipped
-        moved = _noisy_step(manifold, noise, w, total, -schedule(t) / plan.expected, rng, domain)
+        factor = -schedule(t) / plan.expected
+        moved = _guarded(lambda: _noisy_step(manifold, add_noise(total), w, factor, domain))
         kept += moved is None
         w = w if moved is None else moved
         if t + 1 == pick:
             chosen = w
         if output in ("average", "weighted-average"):
             weight = (1.0 if output == "average" else 2.0) / (t + 1)
-            average = w if average is None else _guarded(lambda: manifold.exp(
-                average, min(weight, 1.0) * manifold.log(average, w)), average)
+            if average is None:
+                average = w
+            else:
+                moved = _guarded(lambda: manifold.exp(
+                    average, min(weight, 1.0) * manifold.log(average, w)))
+                average = average if moved is None else moved
         meter.update(1)
     value = {"last": w, "random": chosen, "average": average, "weighted-average": average}[output]
     losses = None if trace is None else {"loss_trace": trace, **({"loss_error": errors[0]} if errors else {})}
     return value, clipped_total, losses, kept
 
 
-def _guarded(compute: Callable[[], Array], fallback: Array) -> Array:
-    """compute(), or ``fallback`` where double precision cannot hold the result."""
+def _guarded(compute: Callable[[], Array]) -> Array | None:
+    """compute(), or None where double precision cannot hold the result."""
     try:
         with np.errstate(all="ignore"):
             out = compute()
     except (ValueError, ArithmeticError):
-        return fallback
-    return out if np.all(np.isfinite(out)) else fallback
+        return None
+    return out if np.all(np.isfinite(out)) else None
 
 
-def _noisy_step(manifold: Manifold, noise, w: Array, total: Array, factor: float,
-                rng: np.random.Generator, domain) -> Array | None:
-    """Exp_w(factor (total + noise)) for the clipped sum ``total`` in orthonormal coordinates,
-    moved onto the domain and projected onto the manifold (on SPD: condition <= 1e12, so the
-    next step's geometry is computable); None where double precision cannot hold the step.
-    ``total`` is bounded by the batch size times the clip, so whether the step can be taken is a
-    function of w and the noisy sum, i.e. of the private trajectory alone: keeping w then is
-    post-processing, and a far iterate cannot abort a release whose budget is reserved."""
-    def step() -> Array:
-        if isinstance(noise, SecureTangentGaussian):
-            noisy = noise.noisy_coordinates(total)
-        else:
-            noisy = total + noise * rng.standard_normal(manifold.dim)
-        moved = manifold.exp(w, manifold.from_coords(w, factor * noisy))
-        if domain is not None:
-            moved = into_ball(manifold, moved, *domain)[0]
-        return manifold.project(moved)
-    moved = _guarded(step, w)
-    return None if moved is w else moved
+def _noisy_step(manifold: Manifold, noisy: Array, w: Array, factor: float, domain) -> Array:
+    """Exp_w(factor * noisy) for the noisy clipped sum in orthonormal coordinates, moved onto the
+    domain and projected onto the manifold (on SPD: condition <= 1e12, so the next step's
+    geometry is computable). The clipped sum is bounded by the batch size times the clip, so
+    whether double precision can take the step (``_guarded``) is a function of w and the noisy
+    sum, i.e. of the private trajectory alone: keeping w where it cannot is post-processing, and
+    a far iterate cannot abort a release whose budget is reserved."""
+    moved = manifold.exp(w, manifold.from_coords(w, factor * noisy))
+    if domain is not None:
+        moved = into_ball(manifold, moved, *domain)[0]
+    return manifold.project(moved)
 
 
-def _release(plan: _Plan, value, clipped: int, losses, steps, sampling, output, delta, epsilon,
-             clipping: bool) -> Release:
+def _release(plan: _Plan, value, clipped: int, kept: int, losses, steps, sampling, output, delta,
+             epsilon, clipping: bool) -> Release:
     """The Release: public parameters apart from the non-private diagnostics."""
     parameters = {
         "steps": steps, "sample_rate": plan.rate, "output": output,
@@ -528,7 +526,8 @@ def _release(plan: _Plan, value, clipped: int, losses, steps, sampling, output, 
                       "exact Gaussian (GDP)" if plan.rate == 1.0 else
                       ("PLD" if sampling == "poisson" else "RDP"),
     }
-    diagnostics: dict = {"clipped_gradients" if clipping else "gradients_above_lipschitz": clipped}
+    diagnostics: dict = {"clipped_gradients" if clipping else "gradients_above_lipschitz": clipped,
+                         "steps_not_representable": kept}
     # n is public under replace-one only (so is the paper's sigma, which depends on it)
     (parameters if plan.replace_one else diagnostics).update(
         n=plan.n, paper_sigma_mean=paper_sigma(steps, delta, plan.bound, plan.n, epsilon))

@@ -390,13 +390,20 @@ def guarantee_from_dict(d: dict) -> Guarantee:
     return cls(**d)
 
 
-def one_relation(guarantees: list[Guarantee]) -> tuple[list[Guarantee], Relation]:
-    """The guarantees under one neighbouring relation, and that relation: their own when they
-    share it, else replace-one with each add/remove part converted (``to_replace_one``)."""
+def common_relation(guarantees: list[Guarantee]) -> Relation:
+    """The relation a composition of ``guarantees`` is stated under: theirs when they share it,
+    else replace-one (which every add/remove guarantee implies by group privacy)."""
     relations = {g.relation for g in guarantees}
-    if len(relations) == 1:
-        return list(guarantees), relations.pop()
-    return [g.to_replace_one() for g in guarantees], REPLACE_ONE
+    return relations.pop() if len(relations) == 1 else REPLACE_ONE
+
+
+def one_relation(guarantees: list[Guarantee]) -> tuple[list[Guarantee], Relation]:
+    """The guarantees under their ``common_relation``, and that relation: unchanged when they
+    share one, else each add/remove part converted (``to_replace_one``)."""
+    relation = common_relation(guarantees)
+    if all(g.relation is relation for g in guarantees):
+        return list(guarantees), relation
+    return [g.to_replace_one() for g in guarantees], relation
 
 
 def _accountant(cls: type[Accountant], guarantees: list[Guarantee]) -> Accountant:

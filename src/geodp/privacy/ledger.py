@@ -30,7 +30,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .guarantees import ApproxDP, Guarantee, PureDP, compose, guarantee_from_dict, one_relation
+from .guarantees import (ApproxDP, Guarantee, PureDP, common_relation, compose, guarantee_from_dict,
+                         one_relation)
 from .relation import Relation
 
 
@@ -176,7 +177,7 @@ class BudgetLedger:
         """The neighbouring relation the spent budget is stated under (None while empty)."""
         with self._transaction() as con:
             parts = self._guarantees(con)
-        return one_relation(parts)[1] if parts else None
+        return common_relation(parts) if parts else None
 
     def _tight(self, parts: list[Guarantee]) -> tuple[float, float]:
         """(epsilon, delta) of the tightest composition under the entries' common relation (see

@@ -42,6 +42,7 @@ import pytest
 
 import geodp.learn.dp_rgd as dp_rgd_module
 import geodp.learn.frechet as frechet_module
+import geodp.mechanisms.registry as registry_module
 import geodp.learn.regression as regression_module
 from geodp.audit import (audit_mechanism, kng_log_ratio_statistic, kng_mean_neighbours,
                          kng_regression_neighbours, kng_regression_sampler, projection_statistic)
@@ -100,11 +101,11 @@ def repeated(release: Callable[[int], object]) -> Callable:
 
 
 def spied_draws(attr: str, release: Callable[[], object]) -> tuple[object, Callable]:
-    """Run ``release()`` with the mechanism class ``geodp.learn.frechet.<attr>`` replaced by a
+    """Run ``release()`` with the law ``geodp.mechanisms.registry.<attr>`` replaced by a
     subclass that records the object and footpoint of the one draw the release makes. Returns
     the release and a sampler of more draws from that object at that footpoint: the release's
     value is one such draw, so these are i.i.d. copies of it (same scale, same footpoint)."""
-    base, seen = getattr(frechet_module, attr), []
+    base, seen = getattr(registry_module, attr), []
 
     class Spy(base):
         def sample(self, footpoint, size=None, rng=None):
@@ -112,7 +113,7 @@ def spied_draws(attr: str, release: Callable[[], object]) -> tuple[object, Calla
             return super().sample(footpoint, size, rng)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(frechet_module, attr, Spy)
+        mp.setattr(registry_module, attr, Spy)
         rel = release()
     (mech, footpoint), = seen
     return rel, lambda k, rng: base.sample(mech, footpoint, k, rng)

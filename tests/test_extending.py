@@ -59,3 +59,32 @@ def test_every_mechanism_releases_on_the_example(positive_reals, name):
     rel = geodp.private_frechet_mean(m, x, center=m.origin(), radius=0.5, mechanism=name, rng=0,
                                      **args.get(name, dict(epsilon=1.0)))
     assert rel.exact_sampler and m.check_point(rel.value).shape == (1,)
+
+
+@pytest.fixture
+def page_mechanism():
+    """The mechanism of the page's last block, registered for one test and removed after."""
+    blocks = re.findall(r"```python\n(.*?)```", PAGE.read_text(), flags=re.S)
+    exec(blocks[-1], {})
+    try:
+        yield MECHANISMS["my-mechanism"]
+    finally:
+        del MECHANISMS["my-mechanism"]
+
+
+def test_one_subclass_and_one_register_call_make_a_mechanism(page_mechanism, tmp_path, capsys):
+    from geodp.cli import main
+    from geodp.manifolds import Sphere
+
+    m = Sphere(2)
+    x = m.exp(m.origin(), 0.2 * m.random_direction(m.origin(), 30, np.random.default_rng(0)))
+    rel = geodp.private_frechet_mean(m, x, 1.0, m.origin(), 0.4, mechanism="my-mechanism", rng=0)
+    assert rel.mechanism == "my mechanism" and rel.theorem == page_mechanism.theorem
+    assert rel.exact_sampler and rel.guarantee.describe() == "1-DP (replace-one)"
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "c.npy", m.origin())
+    assert main(["release", "mean", str(tmp_path / "x.npy"), "--manifold", "sphere:2",
+                 "--center", str(tmp_path / "c.npy"),
+                 "--mechanism", "my-mechanism", "--epsilon", "1", "--radius", "0.4",
+                 "--seed", "0"]) == 0
+    assert '"mechanism": "my mechanism"' in capsys.readouterr().out

@@ -48,5 +48,6 @@ def test_every_pair_releases_exactly_or_refuses_naming_what_is_missing(name, man
             assert not isinstance(exc, ApproximateSamplerRefused) or name == "kng"
         return
     assert spec.exact_on(m) and rel.exact_sampler
+    assert rel.mechanism == spec.title and spec.theorem in rel.theorem  # the registry states it
     m.check_point(rel.value)
     assert rel.guarantee.relation.value == "replace-one"

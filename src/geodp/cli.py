@@ -16,7 +16,7 @@ import numpy as np
 from . import datasets
 from .manifolds import Manifold
 from .manifolds.spec import SPEC_HELP, manifold_from_spec
-from .mechanisms.registry import MECHANISMS
+from .mechanisms.registry import MECHANISMS, lookup
 
 
 def _to_json(x):
@@ -353,23 +353,28 @@ def cmd_release_pca(args: argparse.Namespace) -> None:
     emit({"data": args.data, "dimension": points.shape[1], **rel.as_dict(diagnostics=args.diagnostics)})
 
 
-def _gaussian_claim(args: argparse.Namespace) -> tuple[dict, float, dict]:
-    """The claim of a Gaussian-type audit (mu-GDP, (epsilon, delta)-DP or (alpha, eps)-RDP), the
-    noise scale that meets it at --sensitivity, and the matching audit options."""
-    from .privacy import analytic_gaussian_sigma, gdp_sigma, rdp_sigma
+def _audit_claim(args: argparse.Namespace, notions: tuple[str, ...]):
+    """The claimed guarantee of an audit from --epsilon/--delta/--mu/--rdp-*, one of ``notions``;
+    the claim as printed; and the audit options that test it."""
+    from .learn.frechet import target_guarantee
+    from .privacy import GDP, RDP, ApproxDP
 
-    if args.mu is not None:
-        return {"mu": args.mu}, gdp_sigma(args.mu, args.sensitivity), {}
-    if args.epsilon is not None and args.delta is not None:
-        return ({"epsilon": args.epsilon, "delta": args.delta},
-                analytic_gaussian_sigma(args.epsilon, args.delta, args.sensitivity),
-                {"delta": args.delta, "delta_at_epsilon": args.epsilon})
-    if args.rdp_alpha is not None and args.rdp_epsilon is not None:
-        return ({"rdp_alpha": args.rdp_alpha, "rdp_epsilon": args.rdp_epsilon},
-                rdp_sigma(args.rdp_alpha, args.rdp_epsilon, args.sensitivity),
-                {"rdp_order": args.rdp_alpha})
-    raise SystemExit(f"error: auditing the {args.mechanism} mechanism needs a claim: --mu, or "
-                     f"--epsilon with --delta, or --rdp-alpha with --rdp-epsilon")
+    rdp = None if args.rdp_alpha is None else (args.rdp_alpha, args.rdp_epsilon)
+    try:
+        target = target_guarantee(args.mechanism, notions, args.epsilon, args.delta, args.mu, rdp)
+    except ValueError:
+        flags = {"epsilon": "--epsilon", "epsilon-delta": "--epsilon with --delta", "mu": "--mu",
+                 "rdp": "--rdp-alpha with --rdp-epsilon"}
+        raise SystemExit(f"error: auditing the {args.mechanism} mechanism needs a claim: "
+                         f"{', or '.join(flags[n] for n in notions)}") from None
+    if isinstance(target, GDP):
+        return target, {"mu": target.mu}, {}
+    if isinstance(target, ApproxDP):
+        return (target, {"epsilon": target.epsilon, "delta": target.delta},
+                {"delta": target.delta, "delta_at_epsilon": target.epsilon})
+    if isinstance(target, RDP):
+        return target, {"rdp_alpha": rdp[0], "rdp_epsilon": rdp[1]}, {"rdp_order": rdp[0]}
+    return target, {"epsilon": target.epsilon}, {}
 
 
 def _audited(claim: dict, result) -> tuple[float, float]:
@@ -387,9 +392,8 @@ def cmd_audit(args: argparse.Namespace) -> None:
     from .audit import (audit_mechanism, dp_rgd_step_sampler, kng_log_ratio_statistic,
                         kng_mean_neighbours, kng_mean_sampler, kng_regression_neighbours,
                         kng_regression_sampler, neighbouring_footpoints, projection_statistic)
-    from .mechanisms import RiemannianLaplace, WrappedGaussian, WrappedLaplace
     from .mechanisms.kng import KNormGradient
-    from .privacy import laplace_scale
+    from .privacy.calibration import calibrate
     from .learn.regression import is_compact
     from .statistics.sensitivity import kng_mean_sensitivity, regression_sensitivity
 
@@ -422,16 +426,14 @@ def cmd_audit(args: argparse.Namespace) -> None:
     else:
         sensitivity = args.sensitivity
         near, far, direction = neighbouring_footpoints(manifold, center, sensitivity)
-        if args.mechanism in ("laplace", "wrapped-laplace"):
-            if args.epsilon is None:
-                raise SystemExit(f"error: auditing the {args.mechanism} mechanism needs --epsilon")
-            claim, scale = {"epsilon": args.epsilon}, laplace_scale(args.epsilon, sensitivity)
-            mech = (RiemannianLaplace(manifold, scale) if args.mechanism == "laplace"
-                    else WrappedLaplace(manifold, scale, center))
+        if args.mechanism == "dp-rgd-step":
+            target, claim, options = _audit_claim(args, ("epsilon-delta", "mu", "rdp"))
+            scale, mech = calibrate("gaussian", target, sensitivity), None
         else:
-            claim, scale, options = _gaussian_claim(args)
-            mech = WrappedGaussian(manifold, scale, center) if args.mechanism == "wrapped-gaussian" \
-                else None
+            spec = lookup(args.mechanism)
+            target, claim, options = _audit_claim(args, spec.notions)
+            scale = spec.calibrate(target, sensitivity)
+            mech = spec.sampler(manifold, scale, ball=(center, args.radius))
 
         def sampler(point):
             if mech is None:
@@ -678,8 +680,9 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Draw from a mechanism on two neighbouring inputs (footpoints at "
                                    "distance --sensitivity) and print a rigorous lower bound on its "
                                    "epsilon (or mu), next to the claim, as JSON.")
-    p.add_argument("mechanism", choices=["laplace", "wrapped-laplace", "wrapped-gaussian",
-                                         "dp-rgd-step", "kng-mean", "kng-regression"])
+    p.add_argument("mechanism", choices=[name for name, m in MECHANISMS.items()
+                                         if m.perturbs == "output"]
+                   + ["dp-rgd-step", "kng-mean", "kng-regression"])
     p.add_argument("--manifold", default="sphere:2", help=SPEC_HELP)
     p.add_argument("--epsilon", type=float,
                    help="claimed epsilon (Laplace and KNG mechanisms; with --delta, Gaussian ones)")

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..chunked import ChunkedSample, InMemorySample, as_sample, is_chunked
 from ..manifolds import Manifold
 from ..manifolds.base import Array, as_generator, manifold_first
-from ..mechanisms import NotNormalisableError, RiemannianLaplace, WrappedGaussian, WrappedLaplace
-from ..mechanisms.registry import lookup
+from ..mechanisms import NotNormalisableError, RiemannianLaplace
+from ..mechanisms.registry import Mechanism, lookup
 from ..privacy import (GDP, RDP, ApproxDP, BudgetLedger, Guarantee, PureDP, gdp_to_pure_equivalent)
 from ..mechanisms.kng import KNormGradient, convex_proposal, sample_convex
 from ..mechanisms.laplace import SamplerInfo
@@ -21,16 +22,6 @@ from .data_ball import enforce_ball
 from .dp_rgd import dp_rsgd
 from .release import Release, reserved
 
-_THEOREMS = {
-    "laplace": "Riemannian Laplace mechanism (Reimherr, Bharath & Soto 2021, Theorem 1) with the "
-               "Fréchet-mean sensitivity of their Theorem 2",
-    "restricted": "Riemannian Laplace restricted to the data ball (Reimherr, Bharath & Soto 2021, "
-                  "Theorem 3) with the sensitivity of their Theorem 2",
-    "wrapped-laplace": "exponential-wrapped Laplace (Theorem 3.1 of the exp-wrapped paper) with the "
-                       "tangent sensitivity at the footpoint",
-    "wrapped-gaussian": "exponential-wrapped Gaussian (Theorems 3.2-3.4 of the exp-wrapped paper) "
-                        "with the tangent sensitivity at the footpoint",
-}
 SUBSAMPLE_FRACTION = 0.05
 
 
@@ -38,9 +29,9 @@ _ASK = {"epsilon": "epsilon alone (epsilon-DP)", "epsilon-delta": "epsilon and d
         "((epsilon, delta)-DP)", "mu": "mu alone (mu-GDP)", "rdp": "rdp=(alpha, epsilon) (Rényi DP)"}
 
 
-def target_guarantee(name: str, epsilon, delta, mu, rdp) -> Guarantee:
-    """The guarantee asked for, checked against the notions the registered mechanism gives."""
-    notions = lookup(name).notions
+def target_guarantee(name: str, notions: tuple[str, ...], epsilon, delta, mu, rdp) -> Guarantee:
+    """The guarantee asked for, checked against the ``notions`` the mechanism ``name`` gives
+    (``registry.NOTIONS``)."""
     given = {k for k, v in {"epsilon": epsilon, "delta": delta, "mu": mu, "rdp": rdp}.items()
              if v is not None}
     if given == {"epsilon"} and "epsilon" in notions:
@@ -120,8 +111,81 @@ def _private_footpoint(mech: RiemannianLaplace, m: int, x, center, rng) -> tuple
     return value, {"subsample_size": m, "scale": mech.scale, "sampler": mech.last_info.as_dict()}
 
 
-def _dp_rgd_mean(manifold, x, target, center, radius, steps, lr, ledger, rng, clipped,
-                 secure) -> Release:
+@dataclass(frozen=True)
+class _Request:
+    """A validated release: the registered mechanism, the records (inside the public ball), the
+    ball, the target guarantee, Theorem 2's sensitivity, and where the budget and noise come
+    from. ``clipped`` is a diagnostic (how many records ``clip_data`` moved)."""
+
+    spec: Mechanism
+    manifold: Manifold
+    x: Array | ChunkedSample
+    n: int
+    center: Array
+    radius: float
+    target: Guarantee
+    sensitivity: float
+    ledger: BudgetLedger | None
+    rng: np.random.Generator
+    clipped: dict | int
+    allow_approximate: bool
+
+    def label(self) -> str:
+        return f"Fréchet mean ({self.spec.name}, {self.target.describe()})"
+
+
+@dataclass(frozen=True)
+class _Options:
+    """The options only some mechanisms take (checked by ``_check_options``)."""
+
+    restrict: bool = False
+    footpoint: Array | str | None = None
+    tangent_sensitivity: float | None = None
+    footpoint_budget: float = 0.1
+    steps: int = 3
+    lr: float = 0.7
+    secure: bool = False
+
+
+def _check_options(spec: Mechanism, manifold: Manifold, opts: _Options, center, radius) -> None:
+    """Refuse options the mechanism does not take, before any data are read."""
+    if center is None or radius is None:
+        raise ValueError("center and radius of the public data ball are required")
+    if opts.secure and not spec.secure:
+        raise ValueError(f"secure=True (discrete Gaussian noise) applies to mechanism='dp-rgd' only; "
+                         f"the {spec.name} mechanism has no secure sampler")
+    if opts.restrict and spec.restricted_theorem is None:
+        raise ValueError(f"restrict applies to the Riemannian Laplace (Theorem 3) only, not to "
+                         f"the {spec.name} mechanism")
+    if not spec.takes_footpoint and (opts.footpoint is not None
+                                     or opts.tangent_sensitivity is not None):
+        raise ValueError("footpoint and tangent_sensitivity apply to the wrapped mechanisms only")
+    if isinstance(opts.footpoint, str) and opts.footpoint != "private":
+        raise ValueError(f"footpoint must be a point or 'private', got {opts.footpoint!r}")
+
+
+def _records(manifold: Manifold, points) -> tuple[Array | ChunkedSample, int]:
+    """The records checked on the manifold (a chunked sample is checked chunk by chunk later)."""
+    if is_chunked(points):
+        x = ChunkedSample(manifold, points, validate=False)
+        return x, x.n
+    x = manifold.check_point(points)
+    if x.ndim != len(manifold.point_shape) + 1:
+        raise ValueError(f"points must have shape (n, {manifold.point_shape}), got {x.shape}")
+    return x, len(x)
+
+
+def _exact_mean(req: _Request):
+    """The sample's Fréchet mean to full precision (the sensitivity bounds need the minimiser)."""
+    fit = frechet_mean(req.manifold, req.x, init=req.center, tol=1e-12, max_iter=10_000,
+                       on_spread="ignore")
+    if not fit.converged:
+        raise RuntimeError("the Fréchet mean did not converge; the sensitivity bound needs the "
+                           "exact minimiser")
+    return fit
+
+
+def _dp_rgd_mean(req: _Request, opts: _Options) -> Release:
     """The Fréchet mean by full-batch DP-RGD (see ``private_frechet_mean``), replace-one.
 
     The per-record gradients -Log_w(x_i) have norm <= 2r for w and x_i in the data ball (the
@@ -129,6 +193,7 @@ def _dp_rgd_mean(manifold, x, target, center, radius, steps, lr, ledger, rng, cl
     |Log_w x - Log_w x'| <= 2r max(1, t / sin t), t = 2r sqrt(k) (Rauch comparison, see
     ``kng_mean_sensitivity``): on the sphere and Kendall's shape space this exceeds 2r.
     """
+    manifold, n, radius = req.manifold, req.n, req.radius
     nd = len(manifold.point_shape)
 
     def gradients(w, batch):
@@ -139,14 +204,14 @@ def _dp_rgd_mean(manifold, x, target, center, radius, steps, lr, ledger, rng, cl
                                                                              validate=False)
         return float(sample.total(lambda xs, ws: manifold.mean_log_and_value(w, xs, ws)[1]))
 
-    n = x.n if isinstance(x, ChunkedSample) else len(x)
-    rel = dp_rsgd(manifold, gradients, x, target.epsilon, target.delta, steps, lr=lr, init=center,
-                  clip=2.0 * radius, replace_sensitivity=n * kng_mean_sensitivity(manifold, radius, n),
-                  rng=rng, loss=loss, ledger=ledger, label="Fréchet mean (dp-rgd)",
-                  domain=(center, radius), progress=False, secure=secure)
+    rel = dp_rsgd(manifold, gradients, req.x, req.target.epsilon, req.target.delta, opts.steps,
+                  lr=opts.lr, init=req.center, clip=2.0 * radius,
+                  replace_sensitivity=n * kng_mean_sensitivity(manifold, radius, n), rng=req.rng,
+                  loss=loss, ledger=req.ledger, label=req.label(), domain=(req.center, radius),
+                  progress=False, secure=opts.secure)
     rel.parameters.update(radius=radius)
-    rel.diagnostics.update(clipped_to_ball=clipped)
-    return rel
+    rel.diagnostics.update(clipped_to_ball=req.clipped)
+    return replace(rel, mechanism=req.spec.title, theorem=f"{rel.theorem}; {req.spec.theorem}")
 
 
 def kng_mean_draws(manifold: Manifold, points: Array | ChunkedSample, minimiser: Array,
@@ -170,27 +235,90 @@ def kng_mean_draws(manifold: Manifold, points: Array | ChunkedSample, minimiser:
     return draws, info, lam
 
 
-def _kng_mean(manifold, x, n, fit, target, center, radius, ledger, rng, clipped,
-              allow_approximate) -> Release:
+def _kng_mean(req: _Request, opts: _Options) -> Release:
     """The Fréchet mean by the K-norm gradient mechanism (see ``private_frechet_mean``)."""
-    mech = KNormGradient(kng_mean_sensitivity(manifold, radius, n), target.epsilon)
+    manifold, center, radius = req.manifold, req.center, req.radius
+    fit = _exact_mean(req)
+    mech = KNormGradient(kng_mean_sensitivity(manifold, radius, req.n), req.target.epsilon)
     lam = curvature_factor(radius, manifold.curvature_bounds[1])
     alternatives = ("the Riemannian Laplace mechanism ('laplace') instead of K-norm gradient",
                     "a larger epsilon")
     with exact_alternatives(*alternatives):
-        convex_proposal(manifold, lam, center, radius, mech.scale, allow_approximate).check_exact(rng)
-    with reserved(ledger, target, f"Fréchet mean (kng, {target.describe()})"), \
-            exact_alternatives(*alternatives):
-        value, info, lam = kng_mean_draws(manifold, x, fit.mean, center, radius, mech.scale, rng,
-                                          allow_approximate=allow_approximate)
-    return Release(value=value, guarantee=target, sensitivity=mech.sensitivity, scale=mech.scale,
-                   mechanism="K-norm gradient Fréchet mean", exact_sampler=info.exact,
-                   parameters={"n": n, "radius": radius, "strong_convexity": lam},
-                   diagnostics={"clipped": clipped, "frechet_iterations": fit.iterations,
+        convex_proposal(manifold, lam, center, radius, mech.scale,
+                        req.allow_approximate).check_exact(req.rng)
+    with reserved(req.ledger, req.target, req.label()), exact_alternatives(*alternatives):
+        value, info, lam = kng_mean_draws(manifold, req.x, fit.mean, center, radius, mech.scale,
+                                          req.rng, allow_approximate=req.allow_approximate)
+    return Release(value=value, guarantee=req.target, sensitivity=mech.sensitivity,
+                   scale=mech.scale, mechanism=req.spec.title, exact_sampler=info.exact,
+                   parameters={"n": req.n, "radius": radius, "strong_convexity": lam},
+                   diagnostics={"clipped": req.clipped, "frechet_iterations": fit.iterations,
                                 "sampler": info.as_dict()},
-                   theorem="K-norm gradient mechanism (Reimherr & Awan 2019, Theorem 3.2) with the "
-                           "gradient sensitivity of the Fréchet function (kng_mean_sensitivity)",
-                   equivalent=equivalents(target))
+                   theorem=req.spec.theorem, equivalent=equivalents(req.target))
+
+
+def _output_law(req: _Request, opts: _Options):
+    """(the law centred at the mean, its guarantee, the footpoint mechanism or None, and the
+    public parameters), every refusal decided from public parameters before any reservation.
+
+    A private footpoint (wrapped mechanisms, ``footpoint="private"``) spends
+    ``footpoint_budget`` of the target on a Riemannian Laplace release of a subsample's mean;
+    the rest goes to the main law (``split_guarantee``)."""
+    spec, manifold, center = req.spec, req.manifold, req.center
+    main, fp_mech, fp_size = req.target, None, 0
+    if opts.footpoint == "private":
+        eps_fp, main = split_guarantee(req.target, opts.footpoint_budget)
+        fp_mech, fp_size = _footpoint_mechanism(manifold, req.n, center, req.radius, eps_fp,
+                                                req.allow_approximate)
+        with exact_alternatives("a public footpoint (the default: the center)",
+                                "a larger footpoint_budget"):
+            fp_mech.check_exact(req.rng)
+    tangent = req.sensitivity if opts.tangent_sensitivity is None else opts.tangent_sensitivity
+    scale = spec.calibrate(main, tangent, restrict=opts.restrict)
+    params = {"n": req.n, "radius": req.radius, "restricted_to_ball": opts.restrict}
+    if spec.takes_footpoint:
+        params.update(tangent_sensitivity=tangent, main_guarantee=main.describe())
+    if fp_mech is not None:
+        return None, scale, (fp_mech, fp_size, eps_fp), params
+    footpoint = None if opts.footpoint is None else manifold.check_point(opts.footpoint)
+    law = spec.sampler(manifold, scale, ball=(center, req.radius), footpoint=footpoint,
+                       restrict=opts.restrict, allow_approximate=req.allow_approximate)
+    law.check_exact(req.rng)
+    if spec.takes_footpoint:
+        law.check_representable(float(manifold.dist(law.footpoint, center)) + req.radius)
+        params.update(footpoint=np.asarray(law.footpoint).tolist())
+    return law, scale, None, params
+
+
+def _output_mean(req: _Request, opts: _Options) -> Release:
+    """The Fréchet mean perturbed by a registered output mechanism (see ``private_frechet_mean``):
+    validate the law, reserve the budget, draw (the private footpoint first, if asked)."""
+    spec = req.spec
+    fit = _exact_mean(req)
+    law, scale, private_fp, params = _output_law(req, opts)
+    diagnostics = {"clipped": req.clipped, "frechet_iterations": fit.iterations}
+    exact = True
+    with reserved(req.ledger, req.target, req.label()):
+        if private_fp is not None:
+            fp_mech, fp_size, eps_fp = private_fp
+            footpoint, fp_info = _private_footpoint(fp_mech, fp_size, req.x, req.center, req.rng)
+            diagnostics["private_footpoint_sampler"] = fp_info.pop("sampler")
+            exact = diagnostics["private_footpoint_sampler"]["exact"]
+            params.update(private_footpoint={"epsilon": eps_fp, **fp_info},
+                          footpoint=np.asarray(footpoint).tolist())
+            law = spec.sampler(req.manifold, scale, ball=(req.center, req.radius),
+                               footpoint=footpoint)
+        value = law.sample(fit.mean, rng=req.rng)
+        exact = exact and law.last_info.exact
+        diagnostics["sampler"] = law.last_info.as_dict()
+    theorem = spec.restricted_theorem if opts.restrict else spec.theorem
+    return Release(value=value, guarantee=req.target, sensitivity=req.sensitivity, scale=scale,
+                   mechanism=spec.title, exact_sampler=exact, diagnostics=diagnostics,
+                   parameters=params, theorem=theorem, equivalent=equivalents(req.target))
+
+
+#: The releases of the objective mechanisms, whose noise enters the estimator.
+_OBJECTIVE_RELEASES = {"dp-rgd": _dp_rgd_mean, "kng": _kng_mean}
 
 
 def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | None = None,
@@ -285,92 +413,24 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
     '1-DP (replace-one)'
     """
     manifold, points = manifold_first("private_frechet_mean", manifold, points)
-    lookup(mechanism).check(manifold)  # capabilities it needs, before anything runs
-    target = target_guarantee(mechanism, epsilon, delta, mu, rdp)
-    if secure and mechanism != "dp-rgd":
-        raise ValueError(f"secure=True (discrete Gaussian noise) applies to mechanism='dp-rgd' only; "
-                         f"the {mechanism} mechanism has no secure sampler")
-    if center is None or radius is None:
-        raise ValueError("center and radius of the public data ball are required")
-    wrapped = mechanism.startswith("wrapped")
-    if restrict and mechanism != "laplace":
-        raise ValueError(f"restrict applies to the Riemannian Laplace (Theorem 3) only, not to "
-                         f"the {mechanism} mechanism")
-    if not wrapped and (footpoint is not None or tangent_sensitivity is not None):
-        raise ValueError("footpoint and tangent_sensitivity apply to the wrapped mechanisms only")
-    rng = as_generator(rng)
+    spec = lookup(mechanism)
+    spec.check(manifold)  # capabilities it needs, before anything runs
+    target = target_guarantee(spec.name, spec.notions, epsilon, delta, mu, rdp)
+    opts = _Options(restrict, footpoint, None if tangent_sensitivity is None else
+                    float(tangent_sensitivity), footpoint_budget, steps, lr, secure)
+    _check_options(spec, manifold, opts, center, radius)
     center = manifold.check_point(center)
-    if is_chunked(points):
-        x = ChunkedSample(manifold, points, validate=False)
-        n = x.n
-    else:
-        x = manifold.check_point(points)
-        if x.ndim != len(manifold.point_shape) + 1:
-            raise ValueError(f"points must have shape (n, {manifold.point_shape}), got {x.shape}")
-        n = len(x)
+    if opts.footpoint is not None and opts.footpoint != "private":
+        manifold.check_point(opts.footpoint)
+    x, n = _records(manifold, points)
     sensitivity = frechet_mean_sensitivity(manifold, radius, n)
-    if tangent_sensitivity is not None and not 0 < tangent_sensitivity <= sensitivity:
-        raise ValueError(f"tangent_sensitivity must lie in (0, Delta = {sensitivity:.6g}]: Log_p0 is "
-                         f"a contraction, so Delta always bounds it; got {tangent_sensitivity}")
-    fixed_footpoint = None
-    if wrapped and not (isinstance(footpoint, str) and footpoint == "private"):
-        fixed_footpoint = center if footpoint is None else manifold.check_point(footpoint)
-    elif isinstance(footpoint, str) and footpoint != "private":
-        raise ValueError(f"footpoint must be a point or 'private', got {footpoint!r}")
+    if opts.tangent_sensitivity is not None and not 0 < opts.tangent_sensitivity <= sensitivity:
+        raise ValueError(f"tangent_sensitivity must lie in (0, Delta = {sensitivity:.6g}]: Log_p0 "
+                         f"is a contraction, so Delta always bounds it; got {tangent_sensitivity}")
     x, clipped = enforce_ball(manifold, x, center, radius, clip_data)
-    if clipped:
-        clipped = {"records_clipped": clipped, "fraction": clipped / n}
-    if mechanism == "dp-rgd":
-        return _dp_rgd_mean(manifold, x, target, center, radius, steps, lr, ledger, rng, clipped,
-                            secure)
-    fit = frechet_mean(manifold, x, init=center, tol=1e-12, max_iter=10_000, on_spread="ignore")
-    if not fit.converged:
-        raise RuntimeError("the Fréchet mean did not converge; the sensitivity bound needs the "
-                           "exact minimiser")
-    if mechanism == "kng":
-        return _kng_mean(manifold, x, n, fit, target, center, radius, ledger, rng, clipped,
-                         allow_approximate)
-    main, fp_mech = target, None
-    if wrapped and fixed_footpoint is None:
-        eps_fp, main = split_guarantee(target, footpoint_budget)
-        fp_mech, fp_size = _footpoint_mechanism(manifold, n, center, radius, eps_fp, allow_approximate)
-        with exact_alternatives("a public footpoint (the default: the center)",
-                                "a larger footpoint_budget"):
-            fp_mech.check_exact(rng)
-    tangent = sensitivity if tangent_sensitivity is None else float(tangent_sensitivity)
-    scale = lookup(mechanism).calibrate(main, tangent if wrapped else sensitivity)
-    if not wrapped:
-        scale *= 2.0 if restrict else 1.0  # Theorem 3: the restricted law's normaliser varies
-        mech = RiemannianLaplace(manifold, scale, restrict_to=(center, radius) if restrict else None,
-                                 allow_approximate=allow_approximate, chain_ball=(center, radius))
-        mech.check_exact(rng)
-    name = {"laplace": "Riemannian Laplace (Reimherr et al. 2021)",
-            "wrapped-laplace": "exponential-wrapped Laplace",
-            "wrapped-gaussian": "exponential-wrapped Gaussian"}[mechanism]
-    if wrapped:
-        cls = WrappedLaplace if mechanism == "wrapped-laplace" else WrappedGaussian
-        if fixed_footpoint is not None:
-            cls(manifold, scale, fixed_footpoint).check_representable(
-                float(manifold.dist(fixed_footpoint, center)) + radius)
-    diagnostics = {"clipped": clipped, "frechet_iterations": fit.iterations}
-    parameters = {"n": n, "radius": radius, "restricted_to_ball": restrict}
-    exact = True
-    with reserved(ledger, target, f"Fréchet mean ({mechanism}, {target.describe()})"):
-        if fp_mech is not None:
-            fixed_footpoint, fp_info = _private_footpoint(fp_mech, fp_size, x, center, rng)
-            sampler = fp_info.pop("sampler")
-            parameters["private_footpoint"] = {"epsilon": eps_fp, **fp_info}
-            diagnostics["private_footpoint_sampler"] = sampler
-            exact = sampler["exact"]
-        if wrapped:
-            value = cls(manifold, scale, fixed_footpoint).sample(fit.mean, rng=rng)
-            parameters.update(footpoint=np.asarray(fixed_footpoint).tolist(),
-                              tangent_sensitivity=tangent, main_guarantee=main.describe())
-        else:
-            value = mech.sample(fit.mean, rng=rng)
-            exact = mech.last_info.exact
-            diagnostics.update(sampler=mech.last_info.as_dict())
-    return Release(value=value, guarantee=target, sensitivity=sensitivity, scale=scale,
-                   mechanism=name, exact_sampler=exact, diagnostics=diagnostics,
-                   parameters=parameters, theorem=_THEOREMS[mechanism if not restrict else "restricted"],
-                   equivalent=equivalents(target))
+    req = _Request(spec, manifold, x, n, center, float(radius), target, sensitivity, ledger,
+                   as_generator(rng), {"records_clipped": clipped, "fraction": clipped / n}
+                   if clipped else clipped, allow_approximate)
+    if spec.perturbs == "output":
+        return _output_mean(req, opts)
+    return _OBJECTIVE_RELEASES[spec.name](req, opts)

@@ -16,6 +16,7 @@ from ..manifolds import Manifold
 from ..manifolds.capabilities import has
 from ..manifolds.base import Array, as_generator, represents_distance, size_tuple
 from ..privacy.conversions import check_positive
+from .laplace import SamplerInfo
 
 
 class NotHadamardError(ValueError):
@@ -45,6 +46,12 @@ class _Wrapped:
         self.footpoint = manifold.check_point(footpoint)
         if self.footpoint.ndim != len(manifold.point_shape):
             raise ValueError("the footpoint must be a single point")
+
+    #: How the draws are produced: always exactly, by pushing tangent noise forward.
+    last_info = SamplerInfo("exact push-forward of tangent noise by Exp_p0", True, 1.0)
+
+    def check_exact(self, rng: np.random.Generator | int | None = None) -> None:
+        """A no-op: the tangent noise is drawn exactly at every scale."""
 
     def tangent_center(self, center: Array) -> Array:
         """Orthonormal coordinates of Log_p0(center)."""

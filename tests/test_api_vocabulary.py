@@ -168,3 +168,23 @@ def test_cli_releases_a_mean_on_a_product(tmp_path, capsys):
     release = next(a for a in build_parser()._actions if a.dest == "command").choices["release"]
     mean = next(a for a in release._actions if a.dest == "release").choices["mean"]
     assert "product:sphere:2+euclidean:3" in mean.format_help().replace("\n", " ").replace("  ", "")
+
+
+@pytest.mark.parametrize("name", geodp.datasets.names())
+def test_every_data_set_ships_a_ball_holding_its_points_or_says_why_not(name, capsys):
+    """A shipped ball holds every record and meets Assumption 1 (a release calibrates on it);
+    without one, Python and the command line refuse and give the data set's reason."""
+    from geodp.statistics.sensitivity import check_assumption_1
+
+    ds = geodp.datasets.load(name)
+    if ds.has_public_ball:
+        center, radius = ds.public_ball()
+        assert np.max(ds.manifold.dist(center, ds.points)) < radius
+        check_assumption_1(ds.manifold, radius)
+        return
+    assert ds.no_public_ball
+    with pytest.raises(ValueError, match=f"{name!r} has no public ball: " + re.escape(ds.no_public_ball)):
+        ds.public_ball()
+    assert main(["release", "mean", name, "--epsilon", "1", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "--center and --radius are required" in err and ds.no_public_ball in err

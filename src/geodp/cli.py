@@ -217,13 +217,15 @@ def public_ball(args: argparse.Namespace, manifold: Manifold) -> tuple[np.ndarra
     """The (center, radius) of the release: from the options, or a built-in data set's bound."""
     if args.center is not None and args.radius is not None:
         return read_center(args.center, manifold), args.radius, "given"
+    why = ""
     if args.data in datasets.names() and args.center is None and args.radius is None:
         ds = datasets.load(args.data)
         if ds.has_public_ball:
             center, radius = ds.public_ball()
             return center, radius, f"public bound shipped with data set {args.data!r}"
-    raise SystemExit("--center and --radius are required: the public ball containing every "
-                     "possible record (it must not be computed from the data)")
+        why = f" (data set {args.data!r} ships none: {ds.no_public_ball})"
+    raise SystemExit(f"--center and --radius are required: the public ball containing every "
+                     f"possible record (it must not be computed from the data){why}")
 
 
 def open_ledger(path: str | None):

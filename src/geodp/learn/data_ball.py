@@ -21,7 +21,7 @@ class ClippingWarning(UserWarning):
 
 
 def python_keyword(option: str) -> str:
-    """How a Python caller sets ``option`` (a keyword, or ``clip_data=True`` for the switch)."""
+    """How a Python caller writes an option: the keyword itself (``clip_data=True``, ``x_range``)."""
     return option
 
 

@@ -187,7 +187,7 @@ def pca_full_batch() -> Audit:
         return z
 
     def release(sign):
-        return lambda seed: private_pca(data(sign), 3.0, 1e-5, 1.0, steps=1, init=NORTH, rng=seed,
+        return lambda seed: private_pca(Sphere(2), data(sign), 3.0, 1e-5, 1.0, steps=1, init=NORTH, rng=seed,
                                         progress=False)
 
     rel = release(1)(0)
@@ -386,7 +386,7 @@ def test_full_batch_claims_replace_one_only():
                       euclidean_grad=True, progress=False)
         assert rel.guarantee.relation is Relation.REPLACE_ONE
         assert rel.parameters["n"] == len(data) and rel.sensitivity == 2.0
-    assert private_pca(records, 1.0, 1e-5, 1.0, steps=1, init=init, rng=0,
+    assert private_pca(manifold, records, 1.0, 1e-5, 1.0, steps=1, init=init, rng=0,
                        progress=False).guarantee.relation is Relation.REPLACE_ONE
     poisson = dp_rsgd(manifold, lambda w, b: b, records, 1.0, 1e-5, 1, batch_size=5, init=init,
                       clip=1.0, rng=0, euclidean_grad=True, progress=False, sample_rate=0.5)

@@ -7,8 +7,8 @@ import importlib
 
 import pytest
 
-MODULES = ["geodp.learn.frechet", "geodp.learn.dp_rgd", "geodp.learn.regression", "geodp.privacy.pld",
-           "geodp.privacy.rdp"]
+MODULES = ["geodp.learn.frechet", "geodp.learn.dp_rgd", "geodp.learn.regression", "geodp.learn.pca",
+           "geodp.privacy.pld", "geodp.privacy.rdp"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -105,7 +105,7 @@ def test_without_noise_the_iteration_reaches_the_optimum():
     z = rng.normal(size=(2000, 6)) * np.array([3, 1, 1, 1, 0.5, 0.5])
     z /= np.maximum(1.0, np.linalg.norm(z, axis=1) / 5.0)[:, None]
     top = np.linalg.eigh(z.T @ z / len(z))[1][:, -1]
-    rel = private_pca(z, 1e7, 1e-5, norm_bound=5.0, steps=300, lr=0.05, rng=0)
+    rel = private_pca(Sphere(5), z, 1e7, 1e-5, norm_bound=5.0, steps=300, lr=0.05, rng=0)
     assert abs(rel.value @ top) > 1 - 1e-6
     m = SPD(2)
     x = m.random_ball(np.eye(2), 0.8, 300, rng)
@@ -120,7 +120,7 @@ def test_outputs_ledger_and_loss_trace(tmp_path):
     ledger = BudgetLedger(tmp_path / "l.db", 2.0, 1e-5)
     results = {}
     for output in ("last", "random", "average", "weighted-average"):
-        rel = private_pca(z / 4, 0.4, 1e-5, norm_bound=2.0, steps=20, output=output, rng=5,
+        rel = private_pca(Sphere(2), z / 4, 0.4, 1e-5, norm_bound=2.0, steps=20, output=output, rng=5,
                           ledger=ledger, clip_data=True)
         Sphere(2).check_point(rel.value)
         results[output] = rel
@@ -128,14 +128,14 @@ def test_outputs_ledger_and_loss_trace(tmp_path):
     assert not np.allclose(results["average"].value, results["last"].value)
     assert len(ledger.history()) == 4 and ledger.spent()[0] <= 2.0
     with pytest.raises(geodp.privacy.BudgetExceededError):
-        private_pca(z / 4, 3.0, 1e-5, norm_bound=2.0, rng=0, ledger=ledger, clip_data=True)
+        private_pca(Sphere(2), z / 4, 3.0, 1e-5, norm_bound=2.0, rng=0, ledger=ledger, clip_data=True)
 
 
 def test_pca_refuses_data_beyond_the_public_bound_unless_clipped():
     z = np.random.default_rng(5).normal(size=(100, 4))
     with pytest.raises(ValueError, match="norm_bound"):
-        private_pca(z, 1.0, 1e-5, norm_bound=1.0)
-    rel = private_pca(z, 1.0, 1e-5, norm_bound=1.0, clip_data=True, steps=5, rng=0)
+        private_pca(Sphere(3), z, 1.0, 1e-5, norm_bound=1.0)
+    rel = private_pca(Sphere(3), z, 1.0, 1e-5, norm_bound=1.0, clip_data=True, steps=5, rng=0)
     assert rel.diagnostics["rows_scaled_to_bound"] > 0
 
 

@@ -175,7 +175,7 @@ def test_principal_subspace_gradients_are_within_the_lipschitz_bound():
 
 def test_private_principal_subspace_recovers_the_planted_subspace():
     z, bound = planted()
-    rel = private_principal_subspace(z, 2, 1e6, 1e-5, norm_bound=bound, clip_data=True,
+    rel = private_principal_subspace(Grassmann(6, 2), z, 1e6, 1e-5, norm_bound=bound, clip_data=True,
                                      steps=400, rng=0)
     top = np.linalg.eigh(z.T @ z / len(z))[1][:, ::-1][:, :2]
     assert Grassmann(6, 2).dist(rel.value, top) < 1e-3
@@ -184,14 +184,14 @@ def test_private_principal_subspace_recovers_the_planted_subspace():
 
 def test_private_principal_subspace_guarantee():
     z, bound = planted(500)
-    rel = private_principal_subspace(z, 3, 0.5, 1e-6, norm_bound=bound, clip_data=True,
+    rel = private_principal_subspace(Grassmann(6, 3), z, 0.5, 1e-6, norm_bound=bound, clip_data=True,
                                      steps=30, rng=1)
     assert rel.guarantee.to_approx(1e-6).epsilon <= 0.5
     assert rel.guarantee.relation.value == "replace-one"
     assert rel.sensitivity == 2.0 * bound**2
     Grassmann(6, 3).check_point(rel.value)
-    with pytest.raises(ValueError, match="norm above norm_bound"):
-        private_principal_subspace(z, 2, 1.0, 1e-6, norm_bound=1.0)
+    with pytest.raises(ValueError, match="norms above norm_bound"):
+        private_principal_subspace(Grassmann(6, 2), z, 1.0, 1e-6, norm_bound=1.0)
 
 
 def ball_sample(m: Grassmann, radius: float, n: int = 60) -> tuple[np.ndarray, np.ndarray]:

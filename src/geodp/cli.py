@@ -217,13 +217,15 @@ def public_ball(args: argparse.Namespace, manifold: Manifold) -> tuple[np.ndarra
     """The (center, radius) of the release: from the options, or a built-in data set's bound."""
     if args.center is not None and args.radius is not None:
         return read_center(args.center, manifold), args.radius, "given"
+    why = ""
     if args.data in datasets.names() and args.center is None and args.radius is None:
         ds = datasets.load(args.data)
         if ds.has_public_ball:
             center, radius = ds.public_ball()
             return center, radius, f"public bound shipped with data set {args.data!r}"
-    raise SystemExit("--center and --radius are required: the public ball containing every "
-                     "possible record (it must not be computed from the data)")
+        why = f" (data set {args.data!r} ships none: {ds.no_public_ball})"
+    raise SystemExit(f"--center and --radius are required: the public ball containing every "
+                     f"possible record (it must not be computed from the data){why}")
 
 
 def open_ledger(path: str | None):
@@ -238,20 +240,25 @@ def open_ledger(path: str | None):
     return BudgetLedger(path)
 
 
+def flag(keyword: str) -> str:
+    """The command-line flag of a Python keyword: ``clip_data=True`` -> ``--clip-data``,
+    ``x_range`` -> ``--x-range``."""
+    return "--" + keyword.removesuffix("=True").replace("_", "-")
+
+
 @contextmanager
 def flag_spelling() -> Iterator[None]:
-    """Refusals name the command-line flags (--allow-approximate, --clip-data), not the Python
-    keywords."""
+    """Refusals name the command-line flags (--allow-approximate, --clip-data, --x-range), not
+    the Python keywords: the refusals that name options re-spell themselves (``spelled``)."""
+    from .learn import RecordsOutsideBound
     from .mechanisms import ApproximateSamplerRefused
 
     try:
         yield
     except ApproximateSamplerRefused as exc:
-        raise exc.spelled("--allow-approximate") from None
-    except ValueError as exc:
-        if "clip_data=True" not in str(exc):
-            raise
-        raise ValueError(str(exc).replace("clip_data=True", "--clip-data")) from None
+        raise exc.spelled(flag("allow_approximate=True")) from None
+    except RecordsOutsideBound as exc:
+        raise exc.spelled(flag) from None
 
 
 def cmd_release_mean(args: argparse.Namespace) -> None:
@@ -340,17 +347,62 @@ def cmd_release_regression(args: argparse.Namespace) -> None:
           **rel.as_dict(diagnostics=args.diagnostics)})
 
 
-def cmd_release_pca(args: argparse.Namespace) -> None:
-    from .learn import private_pca
+PCA_SPACES = ("sphere:{last} (the leading eigenvector) or grassmann:{d}xK (the top-K principal "
+              "subspace, 1 <= K < {d})")
 
-    points, manifold = read_points(args.data, _manifold_arg(args.manifold))
+
+def _row_length(source: str) -> int:
+    """The length of a file's rows, from a .npy header or a CSV's first line (``read_points``
+    then checks every row, and names a missing file or another type)."""
+    path = Path(source)
+    if path.suffix == ".npy" and path.exists():
+        try:
+            shape = np.load(path, mmap_mode="r", allow_pickle=False).shape
+        except (OSError, ValueError) as exc:
+            raise SystemExit(f"error: cannot read {source!r} as a .npy array: {exc}") from None
+        if len(shape) != 2:
+            raise SystemExit(f"error: PCA needs vectors: {source!r} holds an array of shape "
+                             f"{shape}, not one vector per row")
+        return shape[1]
+    if path.suffix == ".csv" and path.exists():
+        return len(next((line for line in path.read_text().splitlines() if line.strip()), "").split(","))
+    return 1
+
+
+def pca_vectors(source: str) -> np.ndarray:
+    """The rows z_i (n, D) of a built-in data set of vectors or of a .npy / .csv file."""
+    from .manifolds import Euclidean
+
+    if source in datasets.names():
+        points, _ = read_points(source, None)
+    else:
+        points, _ = read_points(source, Euclidean(_row_length(source)))
     if points.ndim != 2:
-        raise SystemExit(f"PCA needs vectors: {args.data!r} holds points of shape {points.shape[1:]}")
-    ledger = open_ledger(args.ledger)
-    rel = private_pca(points, args.epsilon, args.delta, args.norm_bound, steps=args.steps,
-                      lr=args.lr, clip_data=args.clip_data, rng=args.seed, ledger=ledger,
-                      secure=args.secure)
-    emit({"data": args.data, "dimension": points.shape[1], **rel.as_dict(diagnostics=args.diagnostics)})
+        raise SystemExit(f"error: PCA needs vectors: {source!r} holds points of shape "
+                         f"{points.shape[1:]}")
+    return points
+
+
+def cmd_release_pca(args: argparse.Namespace) -> None:
+    from .learn import private_pca, private_principal_subspace
+
+    points = pca_vectors(args.data)
+    d = points.shape[1]
+    manifold = _manifold_arg(args.manifold or f"sphere:{d - 1}")
+    shape = manifold.point_shape
+    expected = [f"sphere:{d - 1}"] + ([f"grassmann:{d}x{shape[1]}"]
+                                      if len(shape) == 2 and shape[0] == d else [])
+    if repr(manifold) not in (repr(manifold_from_spec(e)) for e in expected):
+        raise SystemExit(f"error: --manifold {args.manifold} does not match {args.data!r}, whose "
+                         f"rows have length {d}: pass --manifold "
+                         f"{PCA_SPACES.format(last=d - 1, d=d)}")
+    estimator = private_pca if len(shape) == 1 else private_principal_subspace
+    with flag_spelling():
+        rel = estimator(manifold, points, args.epsilon, args.delta, args.norm_bound,
+                        steps=args.steps, lr=args.lr, clip_data=args.clip_data, rng=args.seed,
+                        ledger=open_ledger(args.ledger), secure=args.secure)
+    emit({"manifold": repr(manifold), "data": args.data, "dimension": d,
+          **rel.as_dict(diagnostics=args.diagnostics)})
 
 
 def _audit_claim(args: argparse.Namespace, notions: tuple[str, ...]):
@@ -620,12 +672,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_release_regression)
 
     p = rsub.add_parser("pca", formatter_class=HELP, parents=[RELEASE],
-                        help="a differentially private leading eigenvector",
-                        description="Release the leading eigenvector of (1/n) sum_i z_i z_i^T by DP "
-                                    "Riemannian gradient descent on the sphere (Han et al., "
+                        help="a differentially private leading eigenvector or principal subspace",
+                        description="Release the leading eigenvector (on the sphere) or the top-K "
+                                    "principal subspace (on the Grassmann manifold) of (1/n) sum_i "
+                                    "z_i z_i^T by DP Riemannian gradient descent (Han et al., "
                                     "Section 5.1); prints the release as JSON.")
     p.add_argument("data", help="a .npy/.csv file of vectors (one per row) or a built-in data set")
-    p.add_argument("--manifold", help="for files: euclidean:D, the length of each row")
+    p.add_argument("--manifold",
+                   help="where the release lives, for rows of length D: "
+                        + PCA_SPACES.format(last="D-1", d="D") + " (default: sphere:D-1)")
     p.add_argument("--epsilon", type=float, required=True, help="epsilon of (epsilon, delta)-DP")
     p.add_argument("--delta", type=float, required=True, help="delta of (epsilon, delta)-DP")
     p.add_argument("--norm-bound", type=float, required=True,

@@ -53,10 +53,9 @@ class Dataset:
         descriptors), so it can calibrate a private release without spending budget. Data sets
         whose domain gives none raise ``ValueError`` saying why (see ``has_public_ball``).
         """
-        if "public_radius" not in self.meta:
-            raise ValueError(f"data set {self.name!r} has no public ball: "
-                             f"{_NO_BALL.get(self.name, 'its domain gives no bound')}; pass a "
-                             f"center and radius you can justify without the data")
+        if not self.has_public_ball:
+            raise ValueError(f"data set {self.name!r} has no public ball: {self.no_public_ball}; "
+                             f"pass a center and radius you can justify without the data")
         center = self.meta["public_center"]
         if center == "identity":
             center = np.eye(self.manifold.point_shape[0])
@@ -65,6 +64,13 @@ class Dataset:
     @property
     def has_public_ball(self) -> bool:
         return "public_radius" in self.meta
+
+    @property
+    def no_public_ball(self) -> str | None:
+        """Why the data set ships no public ball (None when it ships one)."""
+        if self.has_public_ball:
+            return None
+        return _NO_BALL.get(self.name, "its domain gives no bound")
 
     def __repr__(self) -> str:
         return (f"Dataset({self.name!r}, {len(self.points)} points on {self.manifold!r}, "
@@ -123,8 +129,11 @@ _NO_BALL = {
     "iris": "the measurements have no stated range",
     "trilobites": "any planar shape is possible (a regression on it needs no ball: Kendall's "
                   "space is compact)",
-    "hand-rotations": "a hand may point in any direction; an upright hand facing the sensor, "
-                      "diag(-1, 1, -1), is a natural center, but it was read off these data",
+    "hand-rotations": "a hand may face any direction, SO(3) has radius pi, and Assumption 1 asks "
+                      "for a ball of radius below pi/2 (curvature up to 1/4), so a ball must "
+                      "exclude orientations; an upright hand facing the sensor, diag(-1, 1, -1), "
+                      "is a natural center, but SHREC'17 states no bound on how far the tracked "
+                      "hands turn from it, and a radius read off these data is not public",
     "digits-histograms": "the histograms fill the positive orthant of S^16, whose smallest "
                          "enclosing cap (radius arccos(1/sqrt 17) = 1.33) breaks Assumption 1",
 }

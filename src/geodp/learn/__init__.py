@@ -1,5 +1,6 @@
 """Private estimators: what users call."""
 
+from .data_ball import RecordsOutsideBound
 from .dp_rgd import dp_rsgd
 from .frechet import private_frechet_mean
 from .jax_grad import jax_per_sample_grad
@@ -8,5 +9,4 @@ from .regression import private_geodesic_regression
 from .release import Release
 
 __all__ = ["private_frechet_mean", "dp_rsgd", "private_pca", "private_geodesic_regression",
-           "jax_per_sample_grad", "Release"]
-__all__ += ["private_principal_subspace"]
+           "jax_per_sample_grad", "Release", "private_principal_subspace", "RecordsOutsideBound"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 
@@ -17,6 +18,48 @@ CLIP_WARNING = 0.05
 
 class ClippingWarning(UserWarning):
     """Clipping moved a large share of the records onto the public ball's boundary."""
+
+
+def python_keyword(option: str) -> str:
+    """How a Python caller writes an option: the keyword itself (``clip_data=True``, ``x_range``)."""
+    return option
+
+
+class _Spelling(dict):
+    """Option names in braces of a message template, written by ``spell``."""
+
+    def __init__(self, spell: Callable[[str], str]):
+        super().__init__()
+        self.spell = spell
+
+    def __missing__(self, option: str) -> str:
+        return self.spell(option)
+
+
+class RecordsOutsideBound(ValueError):
+    """Records lie outside the public bound a sensitivity assumes, and clipping was not asked for.
+
+    The message says how many records (never how far: an exact distance would let whoever sees
+    the error probe an outlier at no privacy cost). ``bound`` and ``alternative`` may name options
+    in braces (``"{x_range} = (0, 1)"``); ``spell`` writes them, and ``clip_data=True``, in the
+    caller's interface: the Python keywords by default, ``spelled`` re-words the refusal for
+    another (the command line's ``--x-range`` and ``--clip-data``).
+    """
+
+    def __init__(self, count: int, n: int, bound: str, remedy: str, alternative: str,
+                 spell: Callable[[str], str] = python_keyword):
+        self.count, self.n, self.bound = count, n, bound
+        self.remedy, self.alternative, self.spell = remedy, alternative, spell
+        names = _Spelling(spell)
+        super().__init__(f"{count} of {n} {bound.format_map(names)}; the sensitivity bound does "
+                         f"not hold for them. Pass {spell('clip_data=True')} to {remedy}, or "
+                         f"{alternative.format_map(names)}")
+
+    def spelled(self, spell: Callable[[str], str]) -> RecordsOutsideBound:
+        """The same refusal with its options written by ``spell`` (a Python keyword -> the
+        interface's spelling of it)."""
+        return RecordsOutsideBound(self.count, self.n, self.bound, self.remedy, self.alternative,
+                                   spell)
 
 
 def check_representable(manifold: Manifold, center: Array, radius: float) -> None:
@@ -48,8 +91,8 @@ def enforce_ball(manifold: Manifold, points: Array | ChunkedSample, center: Arra
                  clip_data: bool) -> tuple[Array | ChunkedSample, int]:
     """Points inside B_radius(center), and how many were clipped.
 
-    Without ``clip_data`` a point outside raises ``ValueError`` naming how many (never how far: an
-    exact distance would let whoever sees the error probe an outlier at no privacy cost). With
+    Without ``clip_data`` a point outside raises ``RecordsOutsideBound`` naming how many (never how
+    far). With
     ``clip_data`` each such point moves along its geodesic from the center to the boundary,
     Exp_c(radius Log_c(x)/|Log_c(x)|): a fixed map applied to each record, so the sensitivity
     bound (and the guarantee) holds for the clipped data.
@@ -71,10 +114,10 @@ def enforce_ball(manifold: Manifold, points: Array | ChunkedSample, center: Arra
     if count == 0:
         return points, 0
     if not clip_data:
-        raise ValueError(
-            f"{count} of {n} points lie outside the ball of radius {radius:g} around the center; "
-            f"the sensitivity bound does not hold for them. Pass clip_data=True to move them onto the "
-            f"boundary, or choose a larger public radius (fixed without looking at the data)")
+        raise RecordsOutsideBound(count, n, f"points lie outside the ball of radius {radius:g} "
+                                  f"around the center", "move them onto the boundary",
+                                  "choose a larger public radius (fixed without looking at the "
+                                  "data)")
     if chunked:
         clipped = points.map_points(lambda x: into_ball(manifold, x, center, radius)[0])
     else:

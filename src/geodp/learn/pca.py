@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..manifolds import Grassmann, Sphere
-from ..manifolds.base import Array, as_generator
+from ..manifolds import Grassmann, Manifold, Sphere
+from ..manifolds.base import Array, as_generator, manifold_first
 from ..privacy import BudgetLedger
 from ..privacy.conversions import check_positive
+from .data_ball import RecordsOutsideBound
 from .dp_rgd import dp_rsgd
 from .release import Release
 
@@ -32,54 +33,102 @@ def pca_loss(w: Array, z: Array) -> float:
     return float(-np.mean((z @ w) ** 2))
 
 
-def rows_within_bound(data: Array, norm_bound: float, clip_data: bool, min_columns: int
-                      ) -> tuple[Array, float, int]:
-    """(the rows z_i, each of norm <= B, B, how many were scaled back to B) for data (n, D).
-
-    Rows above the public bound B raise, or with ``clip_data`` are scaled back to norm B (rows
-    within rounding of B are scaled too, by a factor ~1). D must be at least ``min_columns``.
-    """
+def finite_rows(data: Array) -> Array:
+    """The records z_i as a float array (n, D), D >= 2, every value finite (raises otherwise)."""
     z = np.asarray(data, dtype=float)
-    if z.ndim != 2 or z.shape[1] < min_columns:
-        raise ValueError(f"data must be an (n, D) array with D >= {min_columns}, got shape {z.shape}")
+    if z.ndim != 2 or z.shape[1] < 2:
+        raise ValueError(f"data must be an (n, D) array of vectors with D >= 2, got shape {z.shape}")
     if not np.all(np.isfinite(z)):
         raise ValueError("data contain NaN or infinite values")
+    return z
+
+
+def check_manifold(function: str, manifold: Manifold, expected: str, fits: bool, columns: int,
+                   releases: str) -> None:
+    """Refuse a ``manifold`` other than ``expected`` (a repr) for data with ``columns`` columns;
+    ``fits``: whether its points have the shape ``function`` releases, ``releases`` what that is.
+    The comparison asks the manifold's own description, not its class."""
+    if repr(manifold) == expected:
+        return
+    if fits:
+        raise ValueError(f"manifold is {manifold!r}, but {function} releases {releases}: pass "
+                         f"{expected} for data with {columns} columns")
+    raise ValueError(f"manifold is {manifold!r} but data have {columns} columns: pass {expected}")
+
+
+def rows_within_bound(z: Array, norm_bound: float, clip_data: bool) -> tuple[Array, float, int]:
+    """(the rows z_i, each of norm <= B, B, how many were scaled back to B) for finite rows z
+    (n, D).
+
+    Rows above the public bound B raise ``RecordsOutsideBound``, or with ``clip_data`` are scaled
+    back to norm B (rows within rounding of B are scaled too, by a factor ~1).
+    """
     bound = check_positive("norm_bound", norm_bound)
     norms = np.linalg.norm(z, axis=1)
     beyond = norms > bound * (1 + 1e-12)  # rows normalised to the bound round a little above it
     if np.any(beyond) and not clip_data:
-        raise ValueError(f"{int(beyond.sum())} row(s) have norm above norm_bound = {bound:g}; "
-                         f"the sensitivity assumes the bound. Pass clip_data=True to scale them "
-                         f"back to it")
+        raise RecordsOutsideBound(int(beyond.sum()), len(z),
+                                  f"rows have norms above {{norm_bound}} = {bound:g}",
+                                  "scale them back to it", "choose a larger public bound (fixed "
+                                  "without looking at the data)")
     over = norms > bound
     z = np.where(over[:, None], z * (bound / np.where(over, norms, 1.0))[:, None], z)
     return z, bound, int(beyond.sum())
 
 
-def private_pca(data: Array, epsilon: float, delta: float, norm_bound: float,
-                steps: int = 100, lr: float | None = None, init: Array | None = None,
-                clip_data: bool = False, batch_size: int | None = None,
-                output: str = "last", rng: np.random.Generator | int | None = None, *,
-                ledger: BudgetLedger | None = None, progress: bool | None = None,
-                secure: bool = False, sample_rate: float | None = None) -> Release:
+def private_pca(manifold: Manifold, data: Array, epsilon: float, delta: float, norm_bound: float,
+                *, steps: int = 100, lr: float | None = None, init: Array | None = None,
+                clip_data: bool = False, batch_size: int | None = None, output: str = "last",
+                rng: np.random.Generator | int | None = None, ledger: BudgetLedger | None = None,
+                progress: bool | None = None, secure: bool = False,
+                sample_rate: float | None = None) -> Release:
     """An (epsilon, delta)-DP leading eigenvector of (1/n) sum_i z_i z_i^T, a unit vector.
 
     Neighbouring relation: replace-one (n public) for the full batch (the default) and for
     add/remove with a ``batch_size`` and a public ``sample_rate`` (Poisson sampling, see
     ``dp_rsgd``). One record's gradient changes by at most 2 B^2 under replacement.
 
-    ``norm_bound`` is a public bound B on |z_i| (not computed from the data): rows above it raise,
-    or with ``clip_data=True`` are scaled back to norm B (their count is in the release).
-    ``lr`` defaults to 1 / (2 B^2); ``init`` (public) defaults to a uniform random unit vector.
-    The sign of the eigenvector is arbitrary. ``secure=True`` draws discrete Gaussian noise from
-    the operating system (see ``dp_rsgd``).
+    Parameters
+    ----------
+    manifold : Manifold
+        ``Sphere(D - 1)``, the unit sphere of R^D where the eigenvector lives; another manifold
+        (or another D) raises ``ValueError`` naming the one to pass.
+    data : array (n, D)
+        The records z_i, every value finite.
+    epsilon, delta : float
+        The target (epsilon, delta)-DP.
+    norm_bound : float
+        A public bound B on |z_i| (not computed from the data): rows above it raise, or with
+        ``clip_data=True`` are scaled back to norm B (their count is in the diagnostics).
+    steps, lr, init, batch_size, output, rng, ledger, progress, sample_rate
+        As in ``dp_rsgd``; ``lr`` defaults to 1 / (2 B^2), ``init`` (public) to a uniform random
+        unit vector drawn from ``rng``.
+    clip_data : bool
+        Scale rows above ``norm_bound`` back to it instead of refusing them.
+    secure : bool
+        Draw discrete Gaussian noise from the operating system (see ``dp_rsgd``).
+
+    Returns
+    -------
+    Release with ``value`` of shape (D,) (its sign is arbitrary) and ``parameters["norm_bound"]``.
+
+    Examples
+    --------
+    >>> from geodp.manifolds import Sphere
+    >>> z = np.random.default_rng(0).normal(size=(500, 3)) * [3.0, 1.0, 0.5]
+    >>> rel = private_pca(Sphere(2), z, 1.0, 1e-5, norm_bound=10.0, clip_data=True, rng=0)
+    >>> rel.value.shape, rel.guarantee.relation.value
+    ((3,), 'replace-one')
     """
-    z, bound, beyond = rows_within_bound(data, norm_bound, clip_data, 2)
-    sphere = Sphere(z.shape[1] - 1)
+    manifold, data = manifold_first("private_pca", manifold, data)
+    z = finite_rows(data)
+    check_manifold("private_pca", manifold, repr(Sphere(z.shape[1] - 1)),
+                   manifold.point_shape == z.shape[1:], z.shape[1], "a unit vector")
+    z, bound, beyond = rows_within_bound(z, norm_bound, clip_data)
     rng = as_generator(rng)
     if init is None:
-        init = sphere.project(rng.standard_normal(z.shape[1]))
-    rel = dp_rsgd(sphere, pca_gradients, z, epsilon, delta, steps, batch_size=batch_size,
+        init = manifold.project(rng.standard_normal(z.shape[1]))
+    rel = dp_rsgd(manifold, pca_gradients, z, epsilon, delta, steps, batch_size=batch_size,
                   lr=1.0 / (2.0 * bound**2) if lr is None else lr, init=init, output=output,
                   rng=rng, lipschitz=bound**2, loss=pca_loss, ledger=ledger, progress=progress,
                   label="private PCA", secure=secure, sample_rate=sample_rate)
@@ -100,11 +149,11 @@ def subspace_loss(y: Array, z: Array) -> float:
     return float(-np.mean(np.sum((z @ y) ** 2, axis=1)))
 
 
-def private_principal_subspace(data: Array, k: int, epsilon: float, delta: float,
-                               norm_bound: float, steps: int = 100, lr: float | None = None,
+def private_principal_subspace(manifold: Manifold, data: Array, epsilon: float, delta: float,
+                               norm_bound: float, *, steps: int = 100, lr: float | None = None,
                                init: Array | None = None, clip_data: bool = False,
                                batch_size: int | None = None, output: str = "last",
-                               rng: np.random.Generator | int | None = None, *,
+                               rng: np.random.Generator | int | None = None,
                                ledger: BudgetLedger | None = None, progress: bool | None = None,
                                secure: bool = False, sample_rate: float | None = None) -> Release:
     """An (epsilon, delta)-DP top-k principal subspace of (1/n) sum_i z_i z_i^T, a point of
@@ -121,13 +170,18 @@ def private_principal_subspace(data: Array, k: int, epsilon: float, delta: float
     Neighbouring relation, ``norm_bound``, ``clip_data``, ``batch_size``, ``sample_rate``,
     ``secure`` and ``output`` as in ``private_pca``; ``lr`` defaults to 1 / (2 B^2) and ``init``
     (public) to a random point of Gr(D, k) drawn from ``rng``. The basis returned is one of many
-    of the subspace (compare subspaces with ``Grassmann(D, k).dist``).
+    of the subspace (compare subspaces with ``manifold.dist``).
 
     Parameters
     ----------
+    manifold : Manifold
+        ``Grassmann(D, k)``: the k-dimensional subspaces of R^D, 1 <= k < D (k = 1 is
+        ``private_pca`` up to the sign). Another manifold (or another D) raises ``ValueError``
+        naming the one to pass.
     data : array (n, D)
-    k : int
-        The dimension of the subspace, 1 <= k < D (k = 1 is ``private_pca`` up to the sign).
+        The records z_i, every value finite.
+    epsilon, delta, norm_bound
+        As in ``private_pca``.
 
     Returns
     -------
@@ -135,21 +189,30 @@ def private_principal_subspace(data: Array, k: int, epsilon: float, delta: float
 
     Examples
     --------
+    >>> from geodp.manifolds import Grassmann
     >>> z = np.random.default_rng(0).normal(size=(500, 4)) * [3.0, 2.0, 0.5, 0.5]
-    >>> rel = private_principal_subspace(z, 2, 1.0, 1e-5, norm_bound=10.0, clip_data=True, rng=0)
+    >>> rel = private_principal_subspace(Grassmann(4, 2), z, 1.0, 1e-5, norm_bound=10.0,
+    ...                                  clip_data=True, rng=0)
     >>> rel.value.shape, rel.guarantee.relation.value
     ((4, 2), 'replace-one')
     """
-    z, bound, beyond = rows_within_bound(data, norm_bound, clip_data, 2)
-    grassmann = Grassmann(z.shape[1], k)
+    manifold, data = manifold_first("private_principal_subspace", manifold, data)
+    z = finite_rows(data)
+    columns, shape = z.shape[1], manifold.point_shape
+    fits = len(shape) == 2 and shape[0] == columns and 1 <= shape[1] < columns
+    check_manifold("private_principal_subspace", manifold,
+                   repr(Grassmann(columns, shape[1])) if fits else
+                   f"Grassmann({columns}, k) with 1 <= k < {columns}", fits, columns,
+                   "a subspace of R^D (a point of Grassmann(D, k))")
+    z, bound, beyond = rows_within_bound(z, norm_bound, clip_data)
     rng = as_generator(rng)
     if init is None:
-        init = grassmann.random_point(rng)
-    rel = dp_rsgd(grassmann, subspace_gradients, z, epsilon, delta, steps, batch_size=batch_size,
+        init = manifold.random_point(rng)
+    rel = dp_rsgd(manifold, subspace_gradients, z, epsilon, delta, steps, batch_size=batch_size,
                   lr=1.0 / (2.0 * bound**2) if lr is None else lr, init=init, output=output,
                   rng=rng, lipschitz=bound**2, loss=subspace_loss, ledger=ledger,
                   progress=progress, label="private principal subspace", secure=secure,
                   sample_rate=sample_rate)
-    rel.parameters.update(norm_bound=bound, k=grassmann.k)
+    rel.parameters.update(norm_bound=bound, k=shape[1])
     rel.diagnostics.update(rows_scaled_to_bound=beyond)
     return rel

@@ -15,7 +15,7 @@ from ..privacy.conversions import check_positive
 from ..statistics import ConvergenceWarning
 from ..statistics.regression import RegressionSample, fit_regression, regression_gradient
 from ..statistics.sensitivity import regression_sensitivity
-from .data_ball import check_representable, into_ball
+from .data_ball import RecordsOutsideBound, check_representable, into_ball
 from .release import Release, reserved
 
 #: Largest (states x records) temporary of the sampler's gradient field in memory, in bytes.
@@ -170,9 +170,8 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     n = data.n
     outside = data.covariates_outside(lo, hi)
     if outside and not clip_data:
-        raise ValueError(f"{outside} of {n} covariates lie outside x_range = ({lo:g}, {hi:g}); the "
-                         f"sensitivity bound does not hold for them. Pass clip_data=True to clip them, "
-                         f"or give a wider public range")
+        raise RecordsOutsideBound(outside, n, f"covariates lie outside {{x_range}} = ({lo:g}, "
+                                  f"{hi:g})", "clip them into it", "give a wider public range")
     if outside:
         data = data.clipped(lo, hi)
     center, radius = _domain_ball(manifold, center, radius)

@@ -26,8 +26,8 @@ class Product(Manifold):
 
     def __init__(self, *factors: Manifold):
         if not factors or not all(isinstance(f, Manifold) for f in factors):
-            raise TypeError(f"Product takes one or more Manifold instances (it has no FAMILY:SIZE "
-                            f"spelling on the command line), got {factors!r}")
+            raise TypeError(f"Product takes one or more Manifold instances (on the command line: "
+                            f"product:sphere:2+euclidean:3), got {factors!r}")
         self.factors = tuple(factors)
         self.sizes = tuple(int(np.prod(f.point_shape, dtype=int)) for f in self.factors)
         self._bounds = np.cumsum((0,) + self.sizes)

@@ -159,10 +159,10 @@ class _Plan:
 
 
 def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array], data: Array,
-            epsilon: float, delta: float, steps: int, batch_size: int | None = None,
+            epsilon: float, delta: float, steps: int, *, batch_size: int | None = None,
             lr: float | Callable[[int], float] = 0.1, init: Array | None = None,
             clip: float | None = None, output: str = "last", sampling: str = "poisson",
-            rng: np.random.Generator | int | None = None, *, lipschitz: float | None = None,
+            rng: np.random.Generator | int | None = None, lipschitz: float | None = None,
             replace_sensitivity: float | None = None, sample_rate: float | None = None,
             euclidean_grad: bool = False,
             loss: Callable[[Array, Array], float] | None = None,

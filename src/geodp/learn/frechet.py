@@ -322,10 +322,10 @@ _OBJECTIVE_RELEASES = {"dp-rgd": _dp_rgd_mean, "kng": _kng_mean}
 
 
 def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | None = None,
-                         center: Array | None = None, radius: float | None = None,
+                         center: Array | None = None, radius: float | None = None, *,
                          mechanism: str = "laplace", clip_data: bool = False,
                          ledger: BudgetLedger | None = None,
-                         rng: np.random.Generator | int | None = None, *,
+                         rng: np.random.Generator | int | None = None,
                          restrict: bool = False, delta: float | None = None,
                          mu: float | None = None, rdp: tuple[float, float] | None = None,
                          footpoint: Array | str | None = None,

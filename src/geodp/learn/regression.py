@@ -71,10 +71,69 @@ def _domain_ball(manifold: Manifold, center, radius) -> tuple[Array, float | Non
     return center, radius
 
 
+def _records_in_range(manifold: Manifold, x, y, lo: float, hi: float,
+                      clip_data: bool) -> tuple[RegressionSample, int]:
+    """The records with their covariates in [lo, hi] (clipped into it with ``clip_data``; else
+    ``RecordsOutsideBound``), and how many were clipped."""
+    data = RegressionSample(manifold, x, y)
+    outside = data.covariates_outside(lo, hi)
+    if outside and not clip_data:
+        raise RecordsOutsideBound(outside, data.n, f"covariates lie outside {{x_range}} = ({lo:g}, "
+                                  f"{hi:g})", "clip them into it", "give a wider public range")
+    return (data.clipped(lo, hi) if outside else data), outside
+
+
+def _start(manifold: Manifold, data: RegressionSample, tau: float, center, radius,
+           v_max: float) -> tuple[Array, Array]:
+    """Where the samplers' pilot starts: the non-private fit, moved into the public domain."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fit = fit_regression(manifold, data, tau=tau, max_iter=200)
+    p = into_ball(manifold, fit.footpoint, center, radius)[0] if radius else fit.footpoint
+    v = _shortened(manifold, p, manifold.to_tangent(
+        p, manifold.transport(fit.footpoint, p, fit.shooting_vector)), v_max)
+    return p, v
+
+
+def _gradient_field(manifold: Manifold, data: RegressionSample, tau: float):
+    """(p, v) -> the mean clipped-residual gradient (grad_p, grad_v) at a batch of states; in
+    memory, blocks of states keep the (states x records) temporaries to about 8 MiB (2.5x on the
+    SPD(3) sampler's 1000-state pilot)."""
+    nd, size = len(manifold.point_shape), math.prod(manifold.point_shape)
+
+    def gradient(p, v):
+        batch = math.prod(np.shape(p)[:np.ndim(p) - nd])
+        block = batch if data.chunked else max(1, STATES_TIMES_RECORDS_BYTES // (8 * data.n * size))
+        if np.ndim(p) == nd or batch <= block:
+            return data.mean(lambda xs, ys: regression_gradient(manifold, p, v, xs, ys, tau)[:2], batch)
+        parts = [gradient(p[i:i + block], v[i:i + block]) for i in range(0, len(p), block)]
+        return tuple(np.concatenate(part) for part in zip(*parts))
+    return gradient
+
+
+def _sequential_draws(manifold: Manifold, gradient, start, center, radius, v_max: float, mechs,
+                      run: dict, parameters: dict, diagnostics: dict) -> tuple[Array, Array, bool]:
+    """The sequential release: the footpoint by KNG with v held at 0, then v on T_p~ (see
+    ``private_geodesic_regression``); records both steps' parameters and samplers."""
+    mech_p, mech_v = mechs
+    start_p, start_v = start
+    state, info_p = sample_bundle(BundleDomain(manifold, center, radius, v_max, "footpoint"),
+                                  gradient, np.stack([start_p, 0.0 * start_p]), mech_p.scale, **run)
+    p = state[0, 0]
+    v0 = _shortened(manifold, p, manifold.to_tangent(p, manifold.transport(start_p, p, start_v)),
+                    v_max)
+    state, info_v = sample_bundle(BundleDomain(manifold, p, None, v_max, "shooting_vector"),
+                                  gradient, np.stack([p, v0]), mech_v.scale, **run)
+    parameters.update(epsilon_footpoint=mech_p.epsilon, epsilon_shooting_vector=mech_v.epsilon,
+                      scale_footpoint=mech_p.scale, sensitivity_footpoint=mech_p.sensitivity)
+    diagnostics.update(sampler_footpoint=info_p.as_dict(), sampler_shooting_vector=info_v.as_dict())
+    return p, state[0, 1], info_p.exact and info_v.exact
+
+
 def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon: float, tau: float,
                                 x_range: tuple[float, float], v_max: float,
-                                center: Array | None = None, radius: float | None = None,
-                                rng: np.random.Generator | int | None = None, *,
+                                center: Array | None = None, radius: float | None = None, *,
+                                rng: np.random.Generator | int | None = None,
                                 release: str = "joint", footpoint_budget: float = 0.5,
                                 clip_data: bool = False, ledger: BudgetLedger | None = None,
                                 chains: int = 8, burn_in: int = 100,
@@ -166,77 +225,38 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     tau = check_positive("tau", tau)
     v_max = check_positive("v_max", v_max)
     lo, hi = _check_range(x_range)
-    data = RegressionSample(manifold, x, y)
-    n = data.n
-    outside = data.covariates_outside(lo, hi)
-    if outside and not clip_data:
-        raise RecordsOutsideBound(outside, n, f"covariates lie outside {{x_range}} = ({lo:g}, "
-                                  f"{hi:g})", "clip them into it", "give a wider public range")
-    if outside:
-        data = data.clipped(lo, hi)
+    data, outside = _records_in_range(manifold, x, y, lo, hi, clip_data)
     center, radius = _domain_ball(manifold, center, radius)
     if release == "sequential" and not 0 < footpoint_budget < 1:
         raise ValueError(f"footpoint_budget must lie in (0, 1), got {footpoint_budget}")
     check_max_steps(max_steps, burn_in + KEPT_STEPS)  # before the ledger reserves anything
-    x_bound = max(abs(lo), abs(hi))
+    n, x_bound = data.n, max(abs(lo), abs(hi))
     sens = regression_sensitivity(manifold, n, tau, x_bound, v_max)
     target = PureDP(epsilon)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        fit = fit_regression(manifold, data, tau=tau, max_iter=200)
-    start_p = into_ball(manifold, fit.footpoint, center, radius)[0] if radius else fit.footpoint
-    start_v = _shortened(manifold, start_p, manifold.to_tangent(
-        start_p, manifold.transport(fit.footpoint, start_p, fit.shooting_vector)), v_max)
+    start = _start(manifold, data, tau, center, radius, v_max)
     parameters = {"n": n, "tau": tau, "x_range": [lo, hi], "v_max": v_max, "release": release,
                   "footpoint_ball": None if radius is None else {
                       "center": np.asarray(center).tolist(), "radius": radius},
                   "sensitivities": sens}
     diagnostics = {"covariates_clipped": outside}
+    run = dict(rng=as_generator(rng), precondition=data.preconditioner(), chains=chains,
+               burn_in=burn_in, trace_length=KEPT_STEPS, max_steps=max_steps,
+               allow_approximate=allow_approximate)
+    gradient = _gradient_field(manifold, data, tau)
     with reserved(ledger, target, f"geodesic regression (KNG {release}, {target.describe()})"):
-        run = dict(rng=as_generator(rng), precondition=data.preconditioner(), chains=chains,
-                   burn_in=burn_in, trace_length=KEPT_STEPS, max_steps=max_steps,
-                   allow_approximate=allow_approximate)
-
-        def gradient(p, v):
-            """The gradient field at a batch of states; in memory, blocks of states keep the
-            (states x records) temporaries to about 8 MiB (2.5x on the SPD(3) sampler's
-            1000-state pilot)."""
-            batch = math.prod(np.shape(p)[:np.ndim(p) - len(manifold.point_shape)])
-            size = math.prod(manifold.point_shape)
-            block = batch if data.chunked else max(1, STATES_TIMES_RECORDS_BYTES // (8 * n * size))
-            if np.ndim(p) == len(manifold.point_shape) or batch <= block:
-                return data.mean(lambda xs, ys: regression_gradient(manifold, p, v, xs, ys, tau)[:2],
-                                 batch)
-            parts = [gradient(p[i:i + block], v[i:i + block]) for i in range(0, len(p), block)]
-            return tuple(np.concatenate(part) for part in zip(*parts))
-
         if release == "joint":
             mech = KNormGradient(sens["joint"], epsilon)
             state, info = sample_bundle(BundleDomain(manifold, center, radius, v_max), gradient,
-                                        np.stack([start_p, start_v]), mech.scale, **run)
-            p, v = state[0]
-            scale, sensitivity, exact = mech.scale, mech.sensitivity, info.exact
+                                        np.stack(start), mech.scale, **run)
+            (p, v), scale, sensitivity, exact = state[0], mech.scale, mech.sensitivity, info.exact
             diagnostics["sampler"] = info.as_dict()
         else:
             eps_p = footpoint_budget * epsilon
-            mech_p = KNormGradient(regression_sensitivity(manifold, n, tau, x_bound, 0.0)["footpoint"],
-                                   eps_p)
-            mech_v = KNormGradient(sens["shooting_vector"], epsilon - eps_p)
-            zero = 0.0 * start_p
-            state, info_p = sample_bundle(BundleDomain(manifold, center, radius, v_max, "footpoint"),
-                                          gradient, np.stack([start_p, zero]), mech_p.scale, **run)
-            p = state[0, 0]
-            v0 = _shortened(manifold, p, manifold.to_tangent(p, manifold.transport(start_p, p, start_v)),
-                            v_max)
-            state, info_v = sample_bundle(BundleDomain(manifold, p, None, v_max, "shooting_vector"),
-                                          gradient, np.stack([p, v0]), mech_v.scale, **run)
-            v = state[0, 1]
-            scale, sensitivity = mech_v.scale, mech_v.sensitivity
-            exact = info_p.exact and info_v.exact
-            parameters.update(epsilon_footpoint=eps_p, epsilon_shooting_vector=epsilon - eps_p,
-                              scale_footpoint=mech_p.scale, sensitivity_footpoint=mech_p.sensitivity)
-            diagnostics.update(sampler_footpoint=info_p.as_dict(),
-                               sampler_shooting_vector=info_v.as_dict())
+            mechs = (KNormGradient(regression_sensitivity(manifold, n, tau, x_bound, 0.0)["footpoint"],
+                                   eps_p), KNormGradient(sens["shooting_vector"], epsilon - eps_p))
+            p, v, exact = _sequential_draws(manifold, gradient, start, center, radius, v_max, mechs,
+                                            run, parameters, diagnostics)
+            scale, sensitivity = mechs[1].scale, mechs[1].sensitivity
     return Release(value={"footpoint": p, "shooting_vector": v}, guarantee=target,
                    sensitivity=sensitivity, scale=scale,
                    mechanism=f"K-norm gradient geodesic regression ({release})",

@@ -78,7 +78,7 @@ def uniqueness_radius(manifold: Manifold) -> float:
     return 0.5 * bound
 
 
-def frechet_mean(manifold: Manifold, points: Array, weights: Array | None = None,
+def frechet_mean(manifold: Manifold, points: Array, *, weights: Array | None = None,
                  init: Array | None = None, step: float = 1.0, tol: float = 1e-10,
                  max_iter: int = 500, on_spread: str = "warn") -> FrechetMeanResult:
     """Fréchet mean argmin_m sum_i w_i rho(m, x_i)^2 by Riemannian Newton steps where the

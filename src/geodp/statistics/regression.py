@@ -187,7 +187,8 @@ def _initial_guess(manifold: Manifold, data: RegressionSample) -> tuple[Array, A
     return p, manifold.to_tangent(p, manifold.transport(m, p, b))
 
 
-def geodesic_regression(manifold: Manifold, x: Array, y: Array, init: tuple[Array, Array] | None = None,
+def geodesic_regression(manifold: Manifold, x: Array, y: Array, *,
+                        init: tuple[Array, Array] | None = None,
                         tol: float = 1e-9, max_iter: int = 1000, tau: float | None = None
                         ) -> GeodesicRegressionResult:
     """Least-squares geodesic regression of points y_i on real covariates x_i (Fletcher 2011).

@@ -77,7 +77,8 @@ def lookup(name: str) -> Mechanism:
 
 register(Mechanism("laplace", "Riemannian Laplace (Reimherr, Bharath & Soto 2021; any manifold)",
                    ("epsilon",), ("log", "curvature_bounds", "injectivity_radius"),
-                   exact_with=("radial_volume", "eigen_laplace_size"), noise="laplace"))
+                   exact_with=("radial_volume", "eigen_laplace_size", "before_cut_locus"),
+                   noise="laplace"))
 register(Mechanism("wrapped-laplace", "exponential-wrapped Laplace (Hadamard manifolds)",
                    ("epsilon",), ("log", "curvature_bounds", "injectivity_radius"), hadamard=True,
                    noise="laplace"))

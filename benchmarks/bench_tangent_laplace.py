@@ -11,7 +11,22 @@ sampler accepts fewer than min_acceptance = 1e-4 print "refused".
 
 Numbers (2 shared cores, NumPy 2.4.6, SciPy 1.17.1; n = 20 000, 500 chains, 3 repeats):
 
-RESULTS
+    manifold              scale  acceptance  exact draws/s      MCMC draws/s  exact / MCMC
+    SpecialOrthogonal(4)  0.1    0.934       7.18e+04-7.65e+04  78.5-81.2     901
+    SpecialOrthogonal(4)  0.3    0.576       4.68e+04-5.81e+04  62.7-68.2     888
+    SpecialOrthogonal(4)  1.0    0.123       8.35e+03-1.09e+04  73.3-78.7     141
+    SpecialOrthogonal(5)  0.1    0.768       3.59e+04-4.32e+04  54.1-55.2     735
+    SpecialOrthogonal(5)  0.3    0.163       8.3e+03-1.39e+04   51.8-53.2     158
+    Grassmann(4, 2)       0.1    0.937       1.01e+05-1.28e+05  87.3-88.7     1.45e+03
+    Grassmann(4, 2)       0.3    0.598       1.68e+05-1.81e+05  87.7-88.1     2.02e+03
+    Grassmann(4, 2)       1.0    0.268       8.54e+04-8.88e+04  86.9-88       1.02e+03
+    Grassmann(6, 3)       0.1    0.576       9.2e+04-9.42e+04   50.1-50.3     1.86e+03
+    Grassmann(6, 3)       0.3    0.0595      1.2e+04-1.28e+04   49.6-49.8     255
+
+The MCMC path pays 3200 steps of a chain per draw (one state per chain), whatever the scale;
+the exact sampler's cost grows as 1/acceptance. Exact draws are 140-2000x faster where both
+run; at the scales refused (acceptance < 1e-4, e.g. SO(8) at scale 0.3, Gr(10, 3) at 0.3) only
+MCMC remains.
 """
 
 from __future__ import annotations

@@ -238,8 +238,8 @@ class Manifold(ABC):
 
         D_p = {v : the geodesic Exp_p(t v), t in [0, 1], minimises past t = 1}. Exp_p maps D_p
         diffeomorphically onto M minus the cut locus of p, a set of full measure, and
-        rho(p, Exp_p v) = |v| on D_p (Chavel 2006, Riemannian Geometry, Prop. III.2.2; Sakai 1996,
-        Riemannian Geometry, Prop. III.4.8): integrals over M pull back to D_p with the weight
+        rho(p, Exp_p v) = |v| on D_p (Chavel 2006, Riemannian Geometry, Sec. III.2; Sakai 1996,
+        Riemannian Geometry, Sec. III.4): integrals over M pull back to D_p with the weight
         ``volume_density``. The exact tangent-rejection sampler of the Riemannian Laplace needs
         it (with ``diameter``, which bounds |v| on D_p).
         """

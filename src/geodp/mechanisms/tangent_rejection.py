@@ -4,7 +4,7 @@ rejection in the tangent space of the footpoint.
 The law. The target is p(x) proportional to exp(-rho(eta, x)/s) with respect to the Riemannian
 volume. Let D_eta be the open domain inside the tangent cut locus of eta (``before_cut_locus``):
 Exp_eta maps D_eta diffeomorphically onto M minus the cut locus of eta, a null set, and
-rho(eta, Exp_eta v) = |v| there (Chavel 2006, Riemannian Geometry, Prop. III.2.2). So for every
+rho(eta, Exp_eta v) = |v| there (Chavel 2006, Riemannian Geometry, Sec. III.2). So for every
 bounded f, in orthonormal coordinates v of T_eta = R^d,
 
     int_M f(x) p(x) dvol(x) = int_{D_eta} f(Exp_eta v) exp(-|v|/s) J(v) dv / Z,       (1)
@@ -13,7 +13,7 @@ with J(v) = ``volume_density(eta, v)``, the Jacobian of Exp_eta in orthonormal f
 Exp_eta(V) is the target when V has the density proportional to exp(-|v|/s) J(v) 1[v in D_eta].
 
 The bound. If the sectional curvature is >= 0, J <= 1 on D_eta (Bishop's comparison: the Jacobi
-fields grow at most linearly before the first conjugate point; Chavel 2006, Thm III.4.3). On a
+fields grow at most linearly before the first conjugate point; Chavel 2006, Sec. III.4). On a
 compact symmetric space J(v) = prod over positive restricted roots alpha of
 (sin alpha(v) / alpha(v))^(m_alpha) (Helgason 1984, Groups and Geometric Analysis, Ch. I, Sec. 5),
 each factor in (0, 1] on D_eta.

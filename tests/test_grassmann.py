@@ -211,13 +211,20 @@ def test_private_frechet_mean_by_dp_rgd_uses_the_rauch_bound_with_k_2():
         private_frechet_mean(m, x, 1.0, center, 0.6, mechanism="dp-rgd", delta=1e-5, rng=0)
 
 
-def test_private_frechet_mean_laplace_needs_allow_approximate():
+def test_private_frechet_mean_laplace_is_exact_until_tangent_rejection_stops_accepting():
+    """Gr(4, 2) at epsilon 1: the exact tangent-rejection sampler. Gr(10, 3) at epsilon 0.01
+    (scale about 2): its proposals are all but never accepted, a refusal from the public
+    parameters unless approximate draws are allowed."""
     m = Grassmann(4, 2)
     center, x = ball_sample(m, 0.3)
+    rel = private_frechet_mean(m, x, 1.0, center, 0.3, rng=0)
+    assert rel.exact_sampler and "tangent space" in rel.diagnostics["sampler"]["method"]
+    m = Grassmann(10, 3)
+    center, x = ball_sample(m, 0.3)
     with pytest.raises(ApproximateSamplerRefused,
-                       match=r"Grassmann\(4, 2\).*no exact sampler.*'radial_volume'"):
-        private_frechet_mean(m, x, 1.0, center, 0.3, rng=0)
+                       match=r"Grassmann\(10, 3\).*accept fewer than 0.0001"):
+        private_frechet_mean(m, x, 0.01, center, 0.3, rng=0)
     with pytest.warns(ApproximateSamplerWarning):
-        rel = private_frechet_mean(m, x, 1.0, center, 0.3, rng=0, allow_approximate=True)
+        rel = private_frechet_mean(m, x, 0.01, center, 0.3, rng=0, allow_approximate=True)
     assert not rel.exact_sampler
     m.check_point(rel.value)

@@ -117,6 +117,24 @@ def test_volume_density_matches_finite_differences(name, seed, frac):
     assert m.volume_density(p, v) <= m.max_volume_density(frac * safe_radius(m)) * (1 + 1e-12)
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_before_cut_locus_is_where_exp_is_minimising(name):
+    """Inside the domain of ``before_cut_locus`` (beyond the injectivity radius too)
+    rho(p, Exp_p v) = |v| < diameter and 0 < J <= 1 (curvature >= 0); at |v| >= diameter, outside."""
+    m = MANIFOLDS[name]
+    needs(m, "before_cut_locus", "diameter", "log", "volume_density")
+    p, rng = base_point(m), np.random.default_rng(5)
+    c = rng.standard_normal((400, m.dim))
+    c *= (1.2 * m.diameter * rng.random(400) / np.linalg.norm(c, axis=1))[:, None]
+    v = m.from_coords(p, c)
+    inside, length = m.before_cut_locus(p, v), np.linalg.norm(c, axis=1)
+    assert inside.shape == (400,) and np.any(inside) and not np.any(inside & (length >= m.diameter))
+    assert np.any(inside & (length > m.injectivity_radius)) or m.diameter == m.injectivity_radius
+    assert np.allclose(m.dist(p, m.exp(p, v[inside])), length[inside], atol=1e-8)
+    j = m.volume_density(p, v[inside])
+    assert np.all(j > 0) and (m.curvature_bounds[0] < 0 or np.all(j <= 1 + 1e-12))
+
+
 def sectional_curvature(m, p, u, w, t=2e-3):
     """K(u, w) from rho^2(Exp tu, Exp tw) = t^2 |u - w|^2 - K t^4 / 3 + O(t^6), u, w orthonormal."""
     d2 = m.dist(m.exp(p, t * u), m.exp(p, t * w)) ** 2

@@ -145,8 +145,9 @@ class Manifold(ABC):
     point/tangent defects behind ``check_point``/``check_tangent``. Everything else is an
     optional capability (``@optional``: ``log`` and ``dist``, ``transport``, ``exp_adjoints``,
     ``volume_density``, ``curvature_bounds``, ``injectivity_radius``, ``egrad_to_rgrad``,
-    ``radial_volume``, ``eigen_laplace_size``): a manifold without it raises
-    ``MissingCapability`` naming itself and the method, and ``capabilities.has`` says so up front.
+    ``radial_volume``, ``eigen_laplace_size``, ``diameter``, ``before_cut_locus``): a manifold
+    without it raises ``MissingCapability`` naming itself and the method, and ``capabilities.has``
+    says so up front.
     ``tolerance`` is the distance from the manifold (in the ambient representation) that
     ``check_point`` and ``check_tangent`` accept.
     """
@@ -224,6 +225,24 @@ class Manifold(ABC):
         coordinates is r^(d-1) times a function of r alone: "flat" (c = 0), "sphere" (sin(c r) /
         (c r))^(d-1), "hyperbolic" (sinh(c r)/(c r))^(d-1), or "kendall" (CP^m of holomorphic
         curvature 4). The Riemannian Laplace's exact polar sampler needs it."""
+
+    @property
+    @optional
+    def diameter(self) -> float:
+        """The largest distance between two points (``inf`` on a non-compact manifold)."""
+
+    @optional
+    def before_cut_locus(self, p: Array, v: Array) -> Array:
+        """Whether each tangent vector v at p lies in the open domain D_p inside the tangent cut
+        locus of p: bool, shape the broadcast batch shape of p and v.
+
+        D_p = {v : the geodesic Exp_p(t v), t in [0, 1], minimises past t = 1}. Exp_p maps D_p
+        diffeomorphically onto M minus the cut locus of p, a set of full measure, and
+        rho(p, Exp_p v) = |v| on D_p (Chavel 2006, Riemannian Geometry, Sec. III.2; Sakai 1996,
+        Riemannian Geometry, Sec. III.4): integrals over M pull back to D_p with the weight
+        ``volume_density``. The exact tangent-rejection sampler of the Riemannian Laplace needs
+        it (with ``diameter``, which bounds |v| on D_p).
+        """
 
     @property
     @optional

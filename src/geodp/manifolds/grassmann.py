@@ -85,6 +85,23 @@ class Grassmann(Manifold):
     def injectivity_radius(self) -> float:
         return float(np.pi / 2)
 
+    @property
+    def diameter(self) -> float:
+        """(pi/2) sqrt(min(k, n - k)): two subspaces at right angles in every principal angle."""
+        return float(0.5 * np.pi * np.sqrt(min(self.k, self.ambient - self.k)))
+
+    def before_cut_locus(self, p: Array, v: Array) -> Array:
+        """Whether the largest singular value of V, the largest principal angle between span(Y)
+        and Exp_Y(V), is below pi/2: bool, shape the batch shape of v.
+
+        Exp_Y(V) = Y W cos(S) W^T + U sin(S) W^T has Y^T Exp_Y(V) = W cos(S) W^T, so its principal
+        angles to Y are the singular values theta_i of V while they stay below pi/2: rho = |V|
+        there, and ``log`` inverts Exp. The subspaces with a principal angle pi/2 to Y (a null
+        set) form the cut locus (Wong 1968; Sakai 1977, "On cut loci of compact symmetric
+        spaces"); ``volume_density`` is positive before it (theta_i +- theta_j in (-pi, pi)).
+        """
+        return np.linalg.norm(np.asarray(v, dtype=float), 2, axis=(-2, -1)) < 0.5 * np.pi
+
     def inner(self, p: Array, u: Array, v: Array) -> Array:
         """tr(u^T v) over the last two axes."""
         return np.einsum("...ij,...ij->...", u, v)

@@ -98,7 +98,13 @@ def _rotation_vector(m: Array) -> Array:
 
 def _expm_skew(a: Array) -> Array:
     """expm(a) of skew a (..., n, n): cos(Theta) + sinc(Theta) a, Theta = sqrt(-a^2) (a = Theta J
-    with J a complex structure commuting with Theta), both as functions of the symmetric -a^2."""
+    with J a complex structure commuting with Theta), both as functions of the symmetric -a^2.
+
+    Only the skew part of a is used: R^T V is skew to rounding only (R itself is orthogonal to
+    rounding), and a symmetric remainder, amplified by the product with R, made the defect of
+    repeated steps grow geometrically (a random walk of 50 steps on SO(4) left the group by 2e-6;
+    with the skew part, 5000 steps stay within 3e-13)."""
+    a = 0.5 * (a - _mT(a))
     lam, q = np.linalg.eigh(-(a @ a))
     t = np.sqrt(np.maximum(lam, 0.0))
     cos_part = (q * np.cos(t)[..., None, :]) @ _mT(q)
@@ -161,6 +167,27 @@ class SpecialOrthogonal(Manifold):
         """pi for every n: half the shortest closed geodesic (a full turn in one plane, 2 pi), below
         the conjugate radius pi / sqrt(k_max) >= sqrt(2) pi."""
         return float(np.pi)
+
+    @property
+    def diameter(self) -> float:
+        """pi sqrt(floor(n/2)): the rotation by pi in floor(n/2) orthogonal planes is farthest from
+        the identity (its principal logarithm has every plane angle pi, of norm sqrt(sum theta_i^2))."""
+        return float(np.pi * np.sqrt(self.n // 2))
+
+    def before_cut_locus(self, p: Array, v: Array) -> Array:
+        """Whether every plane angle of A = R^T V is below pi, i.e. its spectral norm
+        sqrt(max eig(-A^2)) < pi: bool, shape the broadcast batch shape of p and v.
+
+        On this domain expm(A) has no eigenvalue -1 and A is its principal logarithm, the only
+        logarithm with eigenvalues in the strip |Im z| < pi (Higham 2008, Functions of Matrices,
+        Thm 1.31) and the shortest one (the eigenvalues of any logarithm are i(+-theta_j + 2 pi k)),
+        so rho(R, R expm(A)) = |A| and Exp_R is injective on the domain; its image, the rotations
+        R' with det(R^T R' + I) != 0, has a null complement (a proper algebraic subset). The
+        ``volume_density`` is positive there: its roots (theta_i +- theta_j)/2 and theta_i/2 lie
+        in (-pi, pi).
+        """
+        a = _mT(np.asarray(p, dtype=float)) @ np.asarray(v, dtype=float)
+        return np.linalg.eigvalsh(-(a @ a))[..., -1] < np.pi**2
 
     def provides(self, name: str) -> bool:
         """Instance-dependent capabilities (``capabilities.has``): the radial volume exists on

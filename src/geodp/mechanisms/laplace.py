@@ -17,6 +17,7 @@ from .mcmc import (MIN_CHAINS, ApproximateSamplerRefused, MCMCDiagnostics, metro
 from .radial import NotNormalisableError, radial_law
 from .spd_laplace import (LowAcceptanceError, SPDEigenLaw, check_representable, haar_orthogonal,
                           spd_from_polar)
+from .tangent_rejection import TangentRejectionLaw, tangent_rejection_law
 
 
 @dataclass
@@ -59,7 +60,9 @@ class RiemannianLaplace:
 
     Sampling is exact where possible: geodesic polar coordinates (uniform direction, radius from
     the log-concave radial law) on isotropic spaces, the Hajri et al. decomposition on
-    affine-invariant SPD; a restricted law is sampled by rejection from the better of the
+    affine-invariant SPD, rejection of a truncated Euclidean Laplace in the tangent space by the
+    volume density on compact spaces of nonnegative curvature that are not isotropic (SO(n),
+    n >= 4, and the Grassmannians: ``tangent_rejection``); a restricted law is sampled by rejection from the better of the
     unrestricted law and the uniform law on the ball. When every exact sampler would accept fewer
     than ``min_acceptance`` of its proposals, ``sample`` raises ``ApproximateSamplerRefused``,
     unless ``allow_approximate=True``: random-walk Metropolis-Hastings then takes over (at least
@@ -100,11 +103,16 @@ class RiemannianLaplace:
         self.last_info: SamplerInfo | None = None
 
     def _unrestricted_law(self):
+        """The exact law for the manifold's capabilities: SPD's eigenvalue law, the radial law of
+        an isotropic space, else tangent rejection where the cut locus is known (the
+        ``MissingCapability`` of the radial law otherwise: no exact law)."""
         m = self.manifold
         if has(m, "eigen_laplace_size"):
             law = SPDEigenLaw(m.eigen_laplace_size, self.scale, self.min_acceptance)
             check_representable(m.eigen_laplace_size, self.scale)
             return law
+        if not has(m, "radial_volume") and has(m, "before_cut_locus"):
+            return tangent_rejection_law(m, self.scale, self.min_acceptance)
         return radial_law(m, self.scale)
 
     def log_density(self, footpoint: Array, m: Array) -> Array:
@@ -128,6 +136,9 @@ class RiemannianLaplace:
             l, _ = mx.cholesky(footpoint)
             lu = mx.matmul(l, u)
             return spd_from_polar(lu, r, self.scale), acc, f"exact SPD polar decomposition ({method})"
+        if isinstance(self._law, TangentRejectionLaw):
+            x, acc = self._law.sample(footpoint, n, rng)
+            return x, acc, "exact rejection in the tangent space (volume density, cut locus)"
         radius, acc = self._law.sample(n, rng)
         direction = m.random_direction(footpoint, n if single else None, rng)
         radius = radius.reshape((n,) + (1,) * len(m.point_shape))
@@ -172,8 +183,8 @@ class RiemannianLaplace:
         """Refuse now, from the public parameters alone, a law no exact sampler can draw.
 
         Call it before a ledger reserves the release. Unrestricted, the exact samplers' acceptance
-        depends on the manifold and the scale only (the SPD eigenvalue samplers' pilot run), so
-        this decides for every footpoint. Restricted, it depends on where the footpoint lies in
+        depends on the manifold and the scale only (the pilot runs of the SPD eigenvalue samplers
+        and of tangent rejection, at the public origin), so this decides for every footpoint. Restricted, it depends on where the footpoint lies in
         the ball, which is data: the pilot runs at the ball's center instead, the most favourable
         footpoint (a draw centred in the ball lands in it, and uniform proposals lie near it, most
         often; exactly so on Euclidean space). A footpoint elsewhere can still fall below
@@ -192,7 +203,7 @@ class RiemannianLaplace:
                 self._restricted_choice(self.restrict_to[0], rng)
             elif self._law is None:
                 raise LowAcceptanceError(self._no_exact_law)
-            elif isinstance(self._law, SPDEigenLaw):
+            elif isinstance(self._law, (SPDEigenLaw, TangentRejectionLaw)):
                 self._law.choose(rng)
         except LowAcceptanceError:
             raise self._refusal(after_data=False) from None
@@ -207,7 +218,8 @@ class RiemannianLaplace:
         if self.restrict_to is None:
             return ApproximateSamplerRefused(
                 f"the exact samplers of {what} accept fewer than {self.min_acceptance:g} of their "
-                f"proposals (as happens near the largest scale at which the law exists)",
+                f"proposals (as happens near the largest scale at which the law exists, or at large "
+                f"scales on a compact space of high dimension)",
                 ["a larger epsilon (a smaller scale)", "the exponential-wrapped Laplace"])
         where = ("at the release's footpoint (a check on the data: a ledger keeps the reservation "
                  "of this release)" if after_data else "even at the ball's center, where they "

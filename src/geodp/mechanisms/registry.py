@@ -187,7 +187,7 @@ register(LaplaceMechanism(
     "Riemannian Laplace (Reimherr et al. 2021)",
     "Riemannian Laplace mechanism (Reimherr, Bharath & Soto 2021, Theorem 1) with the Fréchet-mean "
     "sensitivity of their Theorem 2", ("epsilon",), _GEOMETRY,
-    exact_with=("radial_volume", "eigen_laplace_size"), noise="laplace",
+    exact_with=("radial_volume", "eigen_laplace_size", "before_cut_locus"), noise="laplace",
     restricted_theorem="Riemannian Laplace restricted to the data ball (Reimherr, Bharath & Soto "
                        "2021, Theorem 3) with the sensitivity of their Theorem 2"))
 register(WrappedMechanism(

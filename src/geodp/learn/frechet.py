@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -11,6 +12,7 @@ from ..manifolds import Manifold
 from ..manifolds.base import Array, as_generator, manifold_first
 from ..mechanisms import NotNormalisableError, RiemannianLaplace, WrappedGaussian, WrappedLaplace
 from ..mechanisms.registry import lookup
+from ..privacy.conversions import check_count
 from ..privacy import (GDP, RDP, ApproxDP, BudgetLedger, Guarantee, PureDP, gdp_to_pure_equivalent)
 from ..mechanisms.kng import KNormGradient, convex_proposal, sample_convex
 from ..mechanisms.laplace import SamplerInfo
@@ -203,7 +205,7 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
                          footpoint: Array | str | None = None,
                          tangent_sensitivity: float | None = None, footpoint_budget: float = 0.1,
                          steps: int = 3, lr: float = 0.7, allow_approximate: bool = False,
-                         secure: bool = False) -> Release:
+                         secure: bool = False, sensitivity_size: int | None = None) -> Release:
     """A differentially private Fréchet mean of data in the public ball B_radius(center).
 
     Mechanisms:
@@ -256,6 +258,18 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
         anything, from the public parameters (a restricted law's pilot at the ball's center);
         only a restricted law whose exact samplers pass at the center but fail at the data's
         mean refuses after the reservation, which the ledger then keeps.
+    sensitivity_size : int, optional
+        Calibrate on Delta(sensitivity_size) (Theorem 2; ``kng_mean_sensitivity`` for ``"kng"``)
+        instead of Delta(len(points)), for callers whose record count is itself private and who
+        hold a *public lower bound* on it (``PrivateMDM``'s class sizes). Valid for add/remove
+        neighbours of sizes m - 1 and m whenever sensitivity_size <= m: adding a record at the
+        mean of D' leaves the mean unchanged (it contributes Log_mu(mu) = 0 to the gradient, and
+        the minimiser is unique below the radius of Assumption 1), so mean(D') = mean(D' u
+        {mean(D')}), and D' u {mean(D')} and D' u {x} are replace-one neighbours of size m; the
+        same holds for the K-norm gradient. The release then publishes ``sensitivity_size``, not
+        n. It is not compared with n (the comparison would itself reveal something about n): a
+        value above the true count voids the guarantee. Refused with ``"dp-rgd"`` (which divides
+        the gradient sum by n) and with a private footpoint (its subsample size comes from n).
 
     Returns
     -------
@@ -308,7 +322,8 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
         if x.ndim != len(manifold.point_shape) + 1:
             raise ValueError(f"points must have shape (n, {manifold.point_shape}), got {x.shape}")
         n = len(x)
-    sensitivity = frechet_mean_sensitivity(manifold, radius, n)
+    size = _calibration_size(n, sensitivity_size, mechanism, footpoint)
+    sensitivity = frechet_mean_sensitivity(manifold, radius, size)
     if tangent_sensitivity is not None and not 0 < tangent_sensitivity <= sensitivity:
         raise ValueError(f"tangent_sensitivity must lie in (0, Delta = {sensitivity:.6g}]: Log_p0 is "
                          f"a contraction, so Delta always bounds it; got {tangent_sensitivity}")
@@ -328,8 +343,9 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
         raise RuntimeError("the Fréchet mean did not converge; the sensitivity bound needs the "
                            "exact minimiser")
     if mechanism == "kng":
-        return _kng_mean(manifold, x, n, fit, target, center, radius, ledger, rng, clipped,
-                         allow_approximate)
+        rel = _kng_mean(manifold, x, size, fit, target, center, radius, ledger, rng, clipped,
+                        allow_approximate)
+        return rel if sensitivity_size is None else _size_public(rel, n)
     main, fp_mech = target, None
     if wrapped and fixed_footpoint is None:
         eps_fp, main = split_guarantee(target, footpoint_budget)
@@ -353,7 +369,7 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
             cls(manifold, scale, fixed_footpoint).check_representable(
                 float(manifold.dist(fixed_footpoint, center)) + radius)
     diagnostics = {"clipped": clipped, "frechet_iterations": fit.iterations}
-    parameters = {"n": n, "radius": radius, "restricted_to_ball": restrict}
+    parameters = {"n": size, "radius": radius, "restricted_to_ball": restrict}
     exact = True
     with reserved(ledger, target, f"Fréchet mean ({mechanism}, {target.describe()})"):
         if fp_mech is not None:
@@ -370,7 +386,31 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
             value = mech.sample(fit.mean, rng=rng)
             exact = mech.last_info.exact
             diagnostics.update(sampler=mech.last_info.as_dict())
-    return Release(value=value, guarantee=target, sensitivity=sensitivity, scale=scale,
-                   mechanism=name, exact_sampler=exact, diagnostics=diagnostics,
-                   parameters=parameters, theorem=_THEOREMS[mechanism if not restrict else "restricted"],
-                   equivalent=equivalents(target))
+    rel = Release(value=value, guarantee=target, sensitivity=sensitivity, scale=scale,
+                  mechanism=name, exact_sampler=exact, diagnostics=diagnostics,
+                  parameters=parameters, theorem=_THEOREMS[mechanism if not restrict else "restricted"],
+                  equivalent=equivalents(target))
+    return rel if sensitivity_size is None else _size_public(rel, n)
+
+
+def _calibration_size(n: int, sensitivity_size: int | None, mechanism: str, footpoint) -> int:
+    """The record count the sensitivity is calibrated on: n, or the caller's public lower bound
+    ``sensitivity_size`` (see ``private_frechet_mean``), validated."""
+    if sensitivity_size is None:
+        return n
+    size = check_count("sensitivity_size", sensitivity_size, 1)
+    if mechanism == "dp-rgd":
+        raise ValueError("sensitivity_size does not apply to mechanism='dp-rgd': DP-RGD divides the "
+                         "gradient sum by the number of records, which must then be public")
+    if isinstance(footpoint, str) and footpoint == "private":
+        raise ValueError("sensitivity_size does not apply with footpoint='private': the footpoint's "
+                         "subsample size is a share of the number of records, which must be public")
+    return size
+
+
+def _size_public(rel: Release, n: int) -> Release:
+    """``rel`` with the calibration size published instead of the (private) record count n,
+    which moves to the non-private diagnostics."""
+    parameters = {k: v for k, v in rel.parameters.items() if k != "n"}
+    parameters["sensitivity_size"] = int(rel.parameters["n"])
+    return dataclasses.replace(rel, parameters=parameters, diagnostics={**rel.diagnostics, "n": n})

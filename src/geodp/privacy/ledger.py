@@ -296,7 +296,16 @@ class MemoryLedger:
     the process. ``MemoryLedger()`` has an unlimited budget and only records (the shared default
     accountant of ``geodp.estimators``); with ``total_epsilon`` (and ``total_delta``) it refuses,
     like ``BudgetLedger``, a reservation that would take the tightest composition past them.
+
+    Copies (``copy.copy``, ``copy.deepcopy``, hence scikit-learn's ``clone`` of an estimator
+    holding it) are the ledger itself: a copy would record spending the original never sees.
     """
+
+    def __copy__(self) -> "MemoryLedger":
+        return self
+
+    def __deepcopy__(self, memo: dict) -> "MemoryLedger":
+        return self
 
     def __init__(self, total_epsilon: float = math.inf, total_delta: float = 0.0):
         unlimited = total_epsilon == math.inf

@@ -12,6 +12,7 @@ from ..manifolds import Manifold
 from ..manifolds.base import Array, as_generator, manifold_first
 from ..mechanisms import NotNormalisableError, RiemannianLaplace
 from ..mechanisms.registry import Mechanism, lookup
+from ..privacy.conversions import check_count
 from ..privacy import (GDP, RDP, ApproxDP, BudgetLedger, Guarantee, PureDP, gdp_to_pure_equivalent)
 from ..mechanisms.kng import KNormGradient, convex_proposal, sample_convex
 from ..mechanisms.laplace import SamplerInfo
@@ -331,7 +332,7 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
                          footpoint: Array | str | None = None,
                          tangent_sensitivity: float | None = None, footpoint_budget: float = 0.1,
                          steps: int = 3, lr: float = 0.7, allow_approximate: bool = False,
-                         secure: bool = False) -> Release:
+                         secure: bool = False, sensitivity_size: int | None = None) -> Release:
     """A differentially private Fréchet mean of data in the public ball B_radius(center).
 
     Mechanisms:
@@ -384,6 +385,18 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
         anything, from the public parameters (a restricted law's pilot at the ball's center);
         only a restricted law whose exact samplers pass at the center but fail at the data's
         mean refuses after the reservation, which the ledger then keeps.
+    sensitivity_size : int, optional
+        Calibrate on Delta(sensitivity_size) (Theorem 2; ``kng_mean_sensitivity`` for ``"kng"``)
+        instead of Delta(len(points)), for callers whose record count is itself private and who
+        hold a *public lower bound* on it (``PrivateMDM``'s class sizes). Valid for add/remove
+        neighbours of sizes m - 1 and m whenever sensitivity_size <= m: adding a record at the
+        mean of D' leaves the mean unchanged (it contributes Log_mu(mu) = 0 to the gradient, and
+        the minimiser is unique below the radius of Assumption 1), so mean(D') = mean(D' u
+        {mean(D')}), and D' u {mean(D')} and D' u {x} are replace-one neighbours of size m; the
+        same holds for the K-norm gradient. The release then publishes ``sensitivity_size``, not
+        n. It is not compared with n (the comparison would itself reveal something about n): a
+        value above the true count voids the guarantee. Refused with ``"dp-rgd"`` (which divides
+        the gradient sum by n) and with a private footpoint (its subsample size comes from n).
 
     Returns
     -------
@@ -423,14 +436,38 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
     if opts.footpoint is not None and opts.footpoint != "private":
         manifold.check_point(opts.footpoint)
     x, n = _records(manifold, points)
-    sensitivity = frechet_mean_sensitivity(manifold, radius, n)
+    size = _calibration_size(n, sensitivity_size, spec, opts.footpoint)
+    sensitivity = frechet_mean_sensitivity(manifold, radius, size)
     if opts.tangent_sensitivity is not None and not 0 < opts.tangent_sensitivity <= sensitivity:
         raise ValueError(f"tangent_sensitivity must lie in (0, Delta = {sensitivity:.6g}]: Log_p0 "
                          f"is a contraction, so Delta always bounds it; got {tangent_sensitivity}")
     x, clipped = enforce_ball(manifold, x, center, radius, clip_data)
-    req = _Request(spec, manifold, x, n, center, float(radius), target, sensitivity, ledger,
+    req = _Request(spec, manifold, x, size, center, float(radius), target, sensitivity, ledger,
                    as_generator(rng), {"records_clipped": clipped, "fraction": clipped / n}
                    if clipped else clipped, allow_approximate)
-    if spec.perturbs == "output":
-        return _output_mean(req, opts)
-    return _OBJECTIVE_RELEASES[spec.name](req, opts)
+    release = _output_mean if spec.perturbs == "output" else _OBJECTIVE_RELEASES[spec.name]
+    rel = release(req, opts)
+    return rel if sensitivity_size is None else _size_public(rel, n)
+
+
+def _calibration_size(n: int, sensitivity_size: int | None, spec: Mechanism, footpoint) -> int:
+    """The record count the sensitivity is calibrated on: n, or the caller's public lower bound
+    ``sensitivity_size`` (see ``private_frechet_mean``), validated."""
+    if sensitivity_size is None:
+        return n
+    size = check_count("sensitivity_size", sensitivity_size, 1)
+    if spec.name == "dp-rgd":
+        raise ValueError("sensitivity_size does not apply to mechanism='dp-rgd': DP-RGD divides the "
+                         "gradient sum by the number of records, which must then be public")
+    if isinstance(footpoint, str) and footpoint == "private":
+        raise ValueError("sensitivity_size does not apply with footpoint='private': the footpoint's "
+                         "subsample size is a share of the number of records, which must be public")
+    return size
+
+
+def _size_public(rel: Release, n: int) -> Release:
+    """``rel`` with the calibration size published instead of the (private) record count n,
+    which moves to the non-private diagnostics."""
+    parameters = {k: v for k, v in rel.parameters.items() if k != "n"}
+    parameters["sensitivity_size"] = int(rel.parameters["n"])
+    return replace(rel, parameters=parameters, diagnostics={**rel.diagnostics, "n": n})

@@ -32,3 +32,55 @@ def manifold_from_spec(spec: str) -> Manifold:
         return family.build(*args, **kwargs)
     except TypeError as error:  # a wrong number of sizes
         raise ValueError(f"cannot read manifold {spec!r} ({error}); expected {SPEC_HELP}") from None
+
+
+def _sizes_from_shape(family: str, shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The constructor sizes of ``family`` whose points have ``shape``, or None if none has."""
+    if family == "euclidean" and len(shape) == 1:
+        return (shape[0],)
+    if family in ("sphere", "hyperbolic") and len(shape) == 1 and shape[0] >= 2:
+        return (shape[0] - 1,)
+    if family in ("spd", "so") and len(shape) == 2 and shape[0] == shape[1]:
+        return (shape[0],)
+    if family == "kendall" and len(shape) == 2 and shape[1] == 2:
+        return (shape[0],)
+    if family in ("grassmann", "stiefel") and len(shape) == 2 and shape[0] > shape[1]:
+        return shape
+    return None
+
+
+SIZED_FROM_DATA = ("euclidean", "sphere", "hyperbolic", "spd", "so", "kendall", "grassmann", "stiefel")
+
+
+def manifold_for_data(spec: "Manifold | str", point_shape: tuple[int, ...]) -> Manifold:
+    """The manifold of records of shape ``point_shape`` (X.shape[1:]).
+
+    ``spec`` is a ``Manifold`` (its point shape must match), a full specification
+    ``FAMILY:SIZE[,key=value]`` (``manifold_from_spec``), or a family name without size,
+    ``FAMILY[,key=value]`` (e.g. ``"spd"``, ``"spd,metric=log-euclidean"``, ``"euclidean"``),
+    whose size is read from ``point_shape``: R^d from (d,), S^d and H^d from (d + 1,), SPD(n) and
+    SO(n) from (n, n), Kendall's space of k landmarks from (k, 2), Grassmann(n, k) and
+    Stiefel(n, k) from (n, k).
+    """
+    point_shape = tuple(int(s) for s in point_shape)
+    if isinstance(spec, Manifold):
+        manifold = spec
+    elif isinstance(spec, str) and ":" in spec:
+        manifold = manifold_from_spec(spec)
+    elif isinstance(spec, str):
+        family, *pairs = spec.strip().lower().split(",")
+        if family not in SIZED_FROM_DATA:
+            raise ValueError(f"manifold {spec!r}: expected a Manifold, a specification "
+                             f"({SPEC_HELP}) or one of {SIZED_FROM_DATA} sized from the data")
+        sizes = _sizes_from_shape(family, point_shape)
+        if sizes is None:
+            raise ValueError(f"manifold {spec!r}: records of shape {point_shape} are not points of "
+                             f"any {family} manifold")
+        return manifold_from_spec(f"{family}:{'x'.join(map(str, sizes))}"
+                                  + "".join("," + p for p in pairs))
+    else:
+        raise TypeError(f"manifold must be a Manifold or a string, got {type(spec).__name__}")
+    if tuple(manifold.point_shape) != point_shape:
+        raise ValueError(f"records of shape {point_shape} are not points of {manifold!r} (points of "
+                         f"shape {tuple(manifold.point_shape)})")
+    return manifold

@@ -8,7 +8,7 @@ from .conversions import (gdp_delta, gdp_epsilon, gdp_mu, gdp_to_pure_equivalent
                           rdp_to_approx)
 from .guarantees import (GDP, RDP, ZCDP, ApproxDP, Guarantee, PureDP, SubsampledGaussian, compose,
                          compose_gdp, compose_pld, compose_pure, compose_rdp, guarantee_from_dict)
-from .ledger import BudgetExceededError, BudgetLedger
+from .ledger import BudgetExceededError, BudgetLedger, MemoryLedger
 from .pld import PLDAccountant, PrivacyLossDistribution
 from .rdp import ORDERS, RDPAccountant, composed_epsilon, noise_multiplier_for, subsampled_gaussian_rdp
 
@@ -19,6 +19,6 @@ __all__ = [
     "guarantee_from_dict", "compose", "compose_pure", "compose_gdp", "compose_rdp", "compose_pld",
     "RDPAccountant", "PLDAccountant", "PrivacyLossDistribution", "noise_multiplier_for",
     "composed_epsilon", "subsampled_gaussian_rdp", "ORDERS",
-    "BudgetLedger", "BudgetExceededError",
+    "BudgetLedger", "BudgetExceededError", "MemoryLedger",
     "Accountant", "BasicAccountant", "GDPAccountant", "RDPCurveAccountant", "PLDCompositionAccountant",
 ]

@@ -23,6 +23,7 @@ from .rdp import ORDERS, SAMPLINGS, subsampled_gaussian_rdp
 from .relation import Relation, as_relation
 
 REPLACE_ONE, ADD_REMOVE = Relation.REPLACE_ONE, Relation.ADD_REMOVE
+SAME_CLASS = Relation.REPLACE_ONE_SAME_CLASS
 
 
 class Guarantee:
@@ -49,6 +50,9 @@ class Guarantee:
         privacy of the two records a replacement removes and adds."""
         if self.relation is REPLACE_ONE:
             return self
+        if self.relation is SAME_CLASS:
+            raise ValueError(f"{self.describe()} protects only replacements within a class; it "
+                             f"implies nothing for replace-one neighbours (a record may change class)")
         return self._group_of_two()
 
     def _group_of_two(self) -> "Guarantee":
@@ -392,9 +396,23 @@ def guarantee_from_dict(d: dict) -> Guarantee:
 
 def common_relation(guarantees: list[Guarantee]) -> Relation:
     """The relation a composition of ``guarantees`` is stated under: theirs when they share it,
-    else replace-one (which every add/remove guarantee implies by group privacy)."""
+    else replace-one (which every add/remove guarantee implies by group privacy).
+
+    Raises
+    ------
+    ValueError
+        When replace-one-same-class guarantees are mixed with others: no sound conversion states
+        the mix under one relation without weakening the others' meaning (``privacy.relation``).
+    """
     relations = {g.relation for g in guarantees}
-    return relations.pop() if len(relations) == 1 else REPLACE_ONE
+    if len(relations) == 1:
+        return relations.pop()
+    if SAME_CLASS in relations:
+        raise ValueError(
+            "cannot compose replace-one-same-class guarantees (class sizes declared public) with "
+            f"guarantees under {sorted(r.value for r in relations - {SAME_CLASS})}: keep such "
+            "releases on a ledger of their own")
+    return REPLACE_ONE
 
 
 def one_relation(guarantees: list[Guarantee]) -> tuple[list[Guarantee], Relation]:

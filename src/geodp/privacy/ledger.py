@@ -180,23 +180,7 @@ class BudgetLedger:
         return common_relation(parts) if parts else None
 
     def _tight(self, parts: list[Guarantee]) -> tuple[float, float]:
-        """(epsilon, delta) of the tightest composition under the entries' common relation (see
-        the module docstring): the basic sums when every part is pure or approximate (they are
-        tight then), else epsilon at the ledger's total delta."""
-        if not parts:
-            return 0.0, 0.0
-        parts = one_relation(parts)[0]
-        if all(isinstance(g, (PureDP, ApproxDP)) for g in parts):
-            return (math.fsum(g.epsilon for g in parts),
-                    math.fsum(g.to_approx().delta for g in parts))
-        if self.total_delta == 0:
-            raise BudgetExceededError(
-                f"ledger {self.path} has total_delta = 0: only pure epsilon-DP releases fit, "
-                f"and it holds {', '.join(sorted({g.describe() for g in parts}))}")
-        try:
-            return compose(parts, self.total_delta).epsilon, self.total_delta
-        except ValueError as exc:
-            raise BudgetExceededError(f"{exc} (total delta of {self.path})") from None
+        return tight_spent(parts, self.total_delta, str(self.path))
 
     def spent(self) -> tuple[float, float]:
         """(epsilon, delta) spent so far by the tightest valid composition, counting unfinished
@@ -280,6 +264,109 @@ class BudgetLedger:
         """SQLite's own integrity check of the ledger file."""
         with self._transaction() as con:
             return con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def tight_spent(parts: list[Guarantee], total_delta: float, where: str) -> tuple[float, float]:
+    """(epsilon, delta) of the tightest composition of ``parts`` under their common relation (see
+    the module docstring): the basic sums when every part is pure or approximate (they are tight
+    then), else epsilon at ``total_delta``. Raises ``BudgetExceededError`` (naming ``where``)
+    when no composition is possible: relations that cannot be mixed, or no delta to spend."""
+    if not parts:
+        return 0.0, 0.0
+    try:
+        parts = one_relation(parts)[0]
+    except ValueError as exc:
+        raise BudgetExceededError(f"{exc} (ledger {where})") from None
+    if all(isinstance(g, (PureDP, ApproxDP)) for g in parts):
+        return (math.fsum(g.epsilon for g in parts),
+                math.fsum(g.to_approx().delta for g in parts))
+    if total_delta == 0:
+        raise BudgetExceededError(
+            f"ledger {where} has total_delta = 0: only pure epsilon-DP releases fit, "
+            f"and it holds {', '.join(sorted({g.describe() for g in parts}))}")
+    try:
+        return compose(parts, total_delta).epsilon, total_delta
+    except ValueError as exc:
+        raise BudgetExceededError(f"{exc} (total delta of {where})") from None
+
+
+class MemoryLedger:
+    """An in-memory budget record with ``BudgetLedger``'s interface (``reserve``, ``spent``,
+    ``remaining``, ``history``, ``relation``), for one process and one session: nothing survives
+    the process. ``MemoryLedger()`` has an unlimited budget and only records (the shared default
+    accountant of ``geodp.estimators``); with ``total_epsilon`` (and ``total_delta``) it refuses,
+    like ``BudgetLedger``, a reservation that would take the tightest composition past them.
+
+    Copies (``copy.copy``, ``copy.deepcopy``, hence scikit-learn's ``clone`` of an estimator
+    holding it) are the ledger itself: a copy would record spending the original never sees.
+    """
+
+    def __copy__(self) -> "MemoryLedger":
+        return self
+
+    def __deepcopy__(self, memo: dict) -> "MemoryLedger":
+        return self
+
+    def __init__(self, total_epsilon: float = math.inf, total_delta: float = 0.0):
+        unlimited = total_epsilon == math.inf
+        if not unlimited:
+            BudgetLedger._validate_totals(total_epsilon, total_delta)
+        elif not 0 <= total_delta < 1:
+            raise ValueError(f"total_delta must lie in [0, 1), got {total_delta}")
+        self.total_epsilon, self.total_delta = float(total_epsilon), float(total_delta)
+        self._entries: list[tuple[Guarantee, str]] = []
+
+    def reserve(self, cost: float | Guarantee, delta: float = 0.0, label: str = "") -> "_MemoryReservation":
+        """Record a release's cost before it runs, or raise ``BudgetExceededError`` (a limited
+        ledger past its totals, or relations that cannot be composed)."""
+        g = _as_guarantee(cost, delta)
+        parts = [e[0] for e in self._entries] + [g]
+        try:
+            one_relation(parts)
+        except ValueError as exc:
+            raise BudgetExceededError(f"releasing '{label}': {exc}; nothing was released") from None
+        if self.total_epsilon < math.inf:
+            eps, dlt = tight_spent(parts, self.total_delta, "in memory")
+            if eps > self.total_epsilon or dlt > self.total_delta:
+                raise BudgetExceededError(
+                    f"releasing '{label}' under {g.describe()} would spend (epsilon={eps:.10g}, "
+                    f"delta={dlt:.10g}) of the total (epsilon={self.total_epsilon:.10g}, "
+                    f"delta={self.total_delta:.10g}); nothing was released")
+        self._entries.append((g, label))
+        return _MemoryReservation()
+
+    def spent(self, delta: float | None = None) -> tuple[float, float]:
+        """(epsilon, delta) spent so far (``tight_spent``), GDP/RDP entries stated at ``delta``
+        (default: the ledger's total delta)."""
+        return tight_spent([e[0] for e in self._entries],
+                           self.total_delta if delta is None else delta, "in memory")
+
+    def remaining(self) -> tuple[float, float]:
+        eps, delta = self.spent()
+        return self.total_epsilon - eps, self.total_delta - delta
+
+    def relation(self) -> Relation | None:
+        """The neighbouring relation the spent budget is stated under (None while empty)."""
+        return common_relation([e[0] for e in self._entries]) if self._entries else None
+
+    def history(self) -> list[dict]:
+        """Every entry, oldest first: label, guarantee and relation."""
+        return [{"label": label, "guarantee": g.describe(), "relation": g.relation.value}
+                for g, label in self._entries]
+
+
+class _MemoryReservation:
+    """What ``MemoryLedger.reserve`` returns: a context manager with ``done()``, for the same use
+    as ``Reservation`` (an in-memory entry needs no completion mark)."""
+
+    def done(self) -> None:
+        return None
+
+    def __enter__(self) -> "_MemoryReservation":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        return None
 
 
 def _basic(epsilon: float, delta: float) -> Guarantee:

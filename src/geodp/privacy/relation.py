@@ -11,6 +11,13 @@ means nothing without saying which data sets are neighbours (dp-accounting's
   K-norm gradient, geodesic-regression, full-batch and sampling-without-replacement DP-RGD
   guarantees are of this kind.
 
+- ``REPLACE_ONE_SAME_CLASS``: D' is D with one record replaced by another *of the same class*;
+  n, every class's size and the set of classes are public, only the points are protected.
+  ``PrivateMDM`` with ``class_sizes="public"`` releases class means under it. It is weaker than
+  replace-one (fewer pairs are neighbours), so it is never converted into another relation and
+  never composed with guarantees of another relation (``common_relation`` refuses the mix):
+  stating such a mix under this relation would silently weaken the other releases' meaning.
+
 Group privacy converts the first into the second: replacing a record is removing it and adding
 another, so an add/remove guarantee holds for replace-one at the price of a group of two
 (``Guarantee.to_replace_one``). The converse does not hold (a replace-one mechanism may divide by
@@ -27,12 +34,17 @@ class Relation(str, Enum):
 
     ADD_REMOVE = "add-remove"
     REPLACE_ONE = "replace-one"
+    REPLACE_ONE_SAME_CLASS = "replace-one-same-class"
 
     @property
     def meaning(self) -> str:
         """The relation in words, for a release's statement."""
         if self is Relation.ADD_REMOVE:
             return "neighbouring data sets differ by adding or removing one record"
+        if self is Relation.REPLACE_ONE_SAME_CLASS:
+            return ("neighbouring data sets differ by replacing one record by another of the same "
+                    "class (n, the labels' class sizes and the set of classes are public; a record "
+                    "moving between classes is NOT protected)")
         return "neighbouring data sets differ by replacing one record (their size n is public)"
 
 
@@ -41,4 +53,5 @@ def as_relation(value: "Relation | str") -> Relation:
     try:
         return Relation(value)
     except ValueError:
-        raise ValueError(f"relation must be 'add-remove' or 'replace-one', got {value!r}") from None
+        raise ValueError(f"relation must be one of {[r.value for r in Relation]}, "
+                         f"got {value!r}") from None

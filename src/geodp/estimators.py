@@ -1,0 +1,435 @@
+"""scikit-learn estimators for private statistics on manifolds (extra ``geodp[sklearn]``).
+
+- ``PrivateFrechetMean``: releases a private Fréchet mean; ``transform`` maps records to
+  orthonormal coordinates of the tangent space at it (a private ``TangentSpace``).
+- ``PrivateMDM``: minimum distance to private class means, the private counterpart of
+  pyRiemann's ``MDM`` (SPD under both metrics, spheres, hyperbolic and Kendall data, or any
+  manifold with a logarithm).
+- ``PrivateGeodesicRegression``: ``private_geodesic_regression`` as a regressor.
+
+They drop into scikit-learn and pyRiemann pipelines (``make_pipeline(Covariances(),
+PrivateMDM(epsilon=1, radius=r))``), ``clone``, ``GridSearchCV`` and ``cross_val_score``. Every
+fit is one private release: ``release_`` holds the full ``Release`` (guarantee, neighbouring
+relation, statement, public parameters). Each fit is charged to ``accountant`` (a
+``BudgetLedger`` or ``MemoryLedger``), by default ``SHARED_ACCOUNTANT``, one in-memory record for
+the process with an unlimited budget: a cross-validation of k folds is k releases on
+overlapping data, and the accountant shows what they spent together.
+
+``manifold=`` takes a ``Manifold``, a specification ``"spd:5,metric=log-euclidean"``, or a
+family name sized from the records' shape X.shape[1:] (``"spd"``, ``"spd,metric=log-euclidean"``,
+``"sphere"``, ``"hyperbolic"``, ``"kendall"``, ``"euclidean"``; see
+``geodp.manifolds.spec.manifold_for_data``). ``center`` defaults to the manifold's origin (a
+public, data-independent point: the identity on SPD); ``radius`` of the public ball must be
+given, or ``clip_data=True`` with it to move records outside onto its boundary.
+
+``random_state`` follows scikit-learn (None, an int, a ``RandomState``) and also takes a NumPy
+``Generator``; it is turned into the Generator every geodp mechanism draws from.
+
+This module imports scikit-learn; ``import geodp`` does not.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, TransformerMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted
+
+from .learn import private_frechet_mean, private_geodesic_regression
+from .learn.classes import SmallClassWarning, private_class_means
+from .manifolds import Manifold
+from .manifolds.spec import manifold_for_data
+from .privacy import BudgetLedger, MemoryLedger
+from .statistics import frechet_mean
+from .statistics.regression import fitted_points
+
+try:  # scikit-learn >= 1.6
+    from sklearn.utils.validation import validate_data as _sk_validate
+except ImportError:  # pragma: no cover - scikit-learn 1.4-1.5
+    def _sk_validate(est, *args, **kwargs):
+        return est._validate_data(*args, **kwargs)
+
+__all__ = ["PrivateFrechetMean", "PrivateMDM", "PrivateGeodesicRegression", "SHARED_ACCOUNTANT",
+           "DataDependentClassesWarning", "SmallClassWarning"]
+
+SHARED_ACCOUNTANT = MemoryLedger()
+"""The accountant of every estimator built with ``accountant=None``: unlimited, in memory, one
+per process; ``SHARED_ACCOUNTANT.spent()`` and ``.history()`` show what its fits released."""
+
+
+class DataDependentClassesWarning(UserWarning):
+    """The set of class labels was read from the data; it must be public (pass ``classes=``)."""
+
+
+def as_generator(random_state) -> np.random.Generator:
+    """scikit-learn's ``random_state`` (None, int, RandomState) or a Generator, as a Generator."""
+    if random_state is None or isinstance(random_state, np.random.Generator):
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        return np.random.default_rng(int(random_state))
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**31 - 1, size=4))
+    raise ValueError(f"random_state must be None, an int, a numpy RandomState or Generator, got "
+                     f"{random_state!r}")
+
+
+def _ledger(accountant) -> BudgetLedger | MemoryLedger:
+    if accountant is None:
+        return SHARED_ACCOUNTANT
+    if not callable(getattr(accountant, "reserve", None)):
+        raise TypeError(f"accountant must be a BudgetLedger or MemoryLedger (or None for the shared "
+                        f"in-memory one), got {type(accountant).__name__}")
+    return accountant
+
+
+def _records(est: BaseEstimator, X, reset: bool) -> np.ndarray:
+    """X validated (finite floats, at least 2-D: one record per row) and, at fit, the manifold
+    resolved from its records' shape (``manifold_``)."""
+    X = _sk_validate(est, X, reset=reset, allow_nd=True, dtype=np.float64)
+    if reset:
+        est.manifold_ = manifold_for_data(est.manifold, X.shape[1:])
+    elif tuple(X.shape[1:]) != tuple(est.manifold_.point_shape):
+        raise ValueError(f"X has records of shape {X.shape[1:]}, but {type(est).__name__} was "
+                         f"fitted on {est.manifold_!r}")
+    return X
+
+
+def _ball(est: BaseEstimator) -> tuple[np.ndarray, float]:
+    """The public ball: ``center`` (default: the manifold's origin) and the required ``radius``."""
+    if est.radius is None:
+        raise ValueError(f"{type(est).__name__}: radius= (of the public ball containing every "
+                         f"possible record, fixed without looking at the data) is required")
+    m: Manifold = est.manifold_
+    center = m.origin() if est.center is None else m.check_point(np.asarray(est.center, float))
+    return center, float(est.radius)
+
+
+def _tags(est: BaseEstimator, tags):
+    tags.input_tags.allow_nan = False
+    return tags
+
+
+class PrivateFrechetMean(TransformerMixin, BaseEstimator):
+    """A private Fréchet mean, and the tangent space at it.
+
+    ``fit(X)`` releases the mean with ``geodp.private_frechet_mean`` (Reimherr, Bharath & Soto
+    2021, Theorems 1-2 for ``"laplace"``; the exponential-wrapped, K-norm gradient and DP-RGD
+    mechanisms as documented there): epsilon-DP, or (epsilon, delta)-DP with ``delta`` where the
+    mechanism takes it, under replace-one neighbours (n public). ``transform`` maps records to
+    orthonormal coordinates of the tangent space at the private mean (pyRiemann's
+    ``TangentSpace`` with a private reference point); ``inverse_transform`` maps back.
+
+    Parameters
+    ----------
+    manifold : Manifold or str
+        See the module docstring (default ``"spd"``, sized from X).
+    epsilon, delta : float
+        The target guarantee (``delta`` for ``"wrapped-gaussian"`` and ``"dp-rgd"``).
+    center, radius
+        The public data ball (center default: the manifold's origin).
+    clip_data : bool
+        Move records outside the ball onto its boundary instead of refusing them.
+    mechanism : str
+        A registered Fréchet-mean mechanism (``geodp.mechanisms.registry``).
+    accountant : BudgetLedger or MemoryLedger, optional
+        Charged at each fit (default ``SHARED_ACCOUNTANT``).
+    random_state : None, int, RandomState or Generator
+
+    Attributes
+    ----------
+    mean_ : array (*point_shape)
+    release_ : Release
+    manifold_ : Manifold
+    n_features_in_ : int
+    """
+
+    def __init__(self, manifold="spd", epsilon=1.0, delta=None, center=None, radius=None,
+                 clip_data=False, mechanism="laplace", accountant=None, random_state=None):
+        self.manifold = manifold
+        self.epsilon = epsilon
+        self.delta = delta
+        self.center = center
+        self.radius = radius
+        self.clip_data = clip_data
+        self.mechanism = mechanism
+        self.accountant = accountant
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        return _tags(self, super().__sklearn_tags__())
+
+    def fit(self, X, y=None) -> "PrivateFrechetMean":
+        """Release the private Fréchet mean of X, array (n, *point_shape); y is ignored."""
+        X = _records(self, X, reset=True)
+        center, radius = _ball(self)
+        self.release_ = private_frechet_mean(
+            self.manifold_, X, self.epsilon, center, radius, mechanism=self.mechanism,
+            clip_data=self.clip_data, ledger=_ledger(self.accountant),
+            rng=as_generator(self.random_state), delta=self.delta)
+        self.mean_ = np.asarray(self.release_.value)
+        return self
+
+    def transform(self, X) -> np.ndarray:
+        """Coordinates (n, dim) of Log_mean(X) in an orthonormal basis of the tangent space."""
+        check_is_fitted(self)
+        X = _records(self, X, reset=False)
+        return self.manifold_.to_coords(self.mean_, self.manifold_.log(self.mean_, X))
+
+    def inverse_transform(self, X) -> np.ndarray:
+        """Records (n, *point_shape) Exp_mean of the tangent vectors with coordinates X (n, dim)."""
+        check_is_fitted(self)
+        X = np.asarray(X, dtype=float)
+        return self.manifold_.exp(self.mean_, self.manifold_.from_coords(self.mean_, X))
+
+
+class PrivateMDM(ClassifierMixin, TransformerMixin, BaseEstimator):
+    """Minimum distance to private class means: the private counterpart of pyRiemann's ``MDM``.
+
+    ``fit`` releases every class's Fréchet mean (``geodp.learn.classes.private_class_means``);
+    ``predict`` assigns the class of the nearest released mean, ``predict_proba`` is the softmax
+    of the negative squared distances (as pyRiemann), ``transform`` the distances to the means.
+    Prediction uses released means only, so it costs no further budget.
+
+    Privacy (proved in ``geodp.learn.classes``; stated in ``release_``):
+
+    - ``class_sizes="private"`` (default): neighbours replace one record (x, label) by any other
+      (n public; labels private), so a record may move between classes and two class means and
+      two counts change. The class sizes are released by the two-sided geometric mechanism with
+      ``count_budget * epsilon`` (L1 sensitivity 2), and each class mean is calibrated on
+      Theorem 2's sensitivity (Reimherr, Bharath & Soto 2021) at the lower bound L_c = noisy
+      count - t, t the geometric tail at beta = delta / 2; a mean's sensitivity under adding or
+      removing a record in its class is at most Theorem 2's Delta at the larger size (adding a
+      record at the mean leaves it unchanged), so the calibration is valid unless L_c exceeds
+      the class's size, which happens with probability <= beta for each of the two classes.
+      Each mean takes epsilon_mean = (1 - count_budget) epsilon / 2: (epsilon, delta)-DP under
+      replace-one.
+    - ``class_sizes="public"``: the user declares the class sizes public; neighbours replace a
+      record by another of the same class (relation ``replace-one-same-class``: a record
+      changing class is not protected), one mean changes, epsilon-DP with the whole epsilon.
+    - The set of classes is public: pass ``classes=``; without it they are read from y with a
+      ``DataDependentClassesWarning`` (as diffprivlib does for bounds).
+    - Classes whose released (or declared) size is below ``min_class_size`` get the public
+      center as mean, with a ``SmallClassWarning``: a choice made from released values only.
+
+    Parameters
+    ----------
+    manifold : Manifold or str
+        Default ``"spd"`` (affine-invariant, sized from X); see the module docstring.
+    epsilon : float
+        Total epsilon.
+    delta : float
+        Private class sizes: the delta of the (epsilon, delta)-DP guarantee (twice the chance
+        that a class's lower size bound is too high). Ignored with public class sizes.
+    center, radius, clip_data
+        The public data ball (center default: the manifold's origin), clipping into it.
+    classes : array-like, optional
+        Every possible label (public).
+    class_sizes : {"private", "public"}
+    count_budget : float
+        Share of epsilon spent on the class sizes (private sizes).
+    mechanism : {"laplace", "wrapped-laplace", "kng"}
+        Each class mean's mechanism (``geodp.private_frechet_mean``).
+    min_class_size : int
+    accountant : BudgetLedger or MemoryLedger, optional
+        Charged the whole release once per fit (default ``SHARED_ACCOUNTANT``).
+    random_state : None, int, RandomState or Generator
+
+    Attributes
+    ----------
+    classes_ : array (k,)
+    means_ : array (k, *point_shape)
+        The released class means.
+    release_ : Release
+    manifold_ : Manifold
+    n_features_in_ : int
+    """
+
+    def __init__(self, manifold="spd", epsilon=1.0, delta=1e-6, center=None, radius=None,
+                 clip_data=False, classes=None, class_sizes="private", count_budget=0.3,
+                 mechanism="laplace", min_class_size=1, accountant=None, random_state=None):
+        self.manifold = manifold
+        self.epsilon = epsilon
+        self.delta = delta
+        self.center = center
+        self.radius = radius
+        self.clip_data = clip_data
+        self.classes = classes
+        self.class_sizes = class_sizes
+        self.count_budget = count_budget
+        self.mechanism = mechanism
+        self.min_class_size = min_class_size
+        self.accountant = accountant
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        return _tags(self, super().__sklearn_tags__())
+
+    def _public_classes(self, y: np.ndarray) -> np.ndarray:
+        if self.classes is not None:
+            return np.unique(np.asarray(self.classes))
+        warnings.warn("PrivateMDM: the set of classes was read from y; it must be public. Pass "
+                      "classes= (every possible label, fixed without the data) to silence this",
+                      DataDependentClassesWarning, stacklevel=3)
+        return np.unique(y)
+
+    def fit(self, X, y) -> "PrivateMDM":
+        """Release the class means of X, array (n, *point_shape), labelled by y, array (n,)."""
+        X, y = _sk_validate(self, X, y, reset=True, allow_nd=True, dtype=np.float64)
+        check_classification_targets(y)
+        self.manifold_ = manifold_for_data(self.manifold, X.shape[1:])
+        self.classes_ = self._public_classes(y)
+        center, radius = _ball(self)
+        self.release_ = private_class_means(
+            self.manifold_, X, y, self.classes_, self.epsilon, center, radius, delta=self.delta,
+            class_sizes=self.class_sizes, count_budget=self.count_budget, mechanism=self.mechanism,
+            min_class_size=self.min_class_size, clip_data=self.clip_data,
+            ledger=_ledger(self.accountant), rng=as_generator(self.random_state))
+        self.means_ = np.asarray(self.release_.value)
+        return self
+
+    def transform(self, X) -> np.ndarray:
+        """Distances (n, k) of each record to each released class mean."""
+        check_is_fitted(self)
+        X = _records(self, X, reset=False)
+        return np.stack([self.manifold_.dist(m, X) for m in self.means_], axis=-1)
+
+    def predict(self, X) -> np.ndarray:
+        """The class (n,) of the nearest released mean."""
+        d = self.transform(X)
+        return self.classes_[np.argmin(d, axis=1)]
+
+    def predict_proba(self, X) -> np.ndarray:
+        """softmax(-d^2) (n, k) over the distances to the class means (as pyRiemann's MDM)."""
+        d2 = -self.transform(X) ** 2
+        d2 -= d2.max(axis=1, keepdims=True)
+        p = np.exp(d2)
+        return p / p.sum(axis=1, keepdims=True)
+
+    def fit_predict(self, X, y) -> np.ndarray:
+        """Fit, then predict the classes of X."""
+        return self.fit(X, y).predict(X)
+
+
+class PrivateGeodesicRegression(RegressorMixin, BaseEstimator):
+    """Private geodesic regression of manifold-valued responses on one real covariate.
+
+    ``fit(X, Y)`` releases a footpoint p and shooting vector v with
+    ``geodp.private_geodesic_regression`` (K-norm gradient mechanism, Reimherr & Awan 2019, with
+    the clipped-residual sensitivities of Kulkarni & Soto, Theorems 3.3 and D.1): epsilon-DP
+    under replace-one neighbours (n public). ``predict(X)`` is Exp_p(x v); ``score`` is
+    Fletcher's (2011) geodesic R^2, 1 - sum rho(yhat, y)^2 / sum rho(ybar, y)^2 with ybar the
+    (non-private) Fréchet mean of the scored responses: an evaluation on the caller's data, not a
+    release. With ``manifold="euclidean"`` and a 1-D Y the responses are reals and this is the
+    usual R^2.
+
+    Parameters
+    ----------
+    manifold : Manifold or str
+        Default ``"sphere"``, sized from Y.shape[1:].
+    epsilon : float
+    tau : float
+        Residuals are clipped to this norm (Huber-type loss; the sensitivity depends on it).
+    x_range : (float, float)
+        Public range of the covariate.
+    v_max : float
+        Public bound on |v|.
+    center, radius
+        Public footpoint ball; on compact manifolds (spheres, Kendall) radius None means the
+        whole space. With a radius and no center, the manifold's origin.
+    release : {"joint", "sequential"}
+    clip_data : bool
+        Clip covariates into ``x_range`` instead of refusing them.
+    accountant : BudgetLedger or MemoryLedger, optional
+    random_state : None, int, RandomState or Generator
+    allow_approximate : bool
+        Allow MCMC draws where no exact sampler can draw the release.
+
+    Attributes
+    ----------
+    footpoint_ : array (*point_shape)
+    shooting_vector_ : array (*point_shape)
+    release_ : Release
+    manifold_ : Manifold
+    n_features_in_ : int
+        1: one covariate.
+    """
+
+    def __init__(self, manifold="sphere", epsilon=1.0, tau=1.0, x_range=(0.0, 1.0), v_max=1.0,
+                 center=None, radius=None, release="joint", clip_data=False, accountant=None,
+                 random_state=None, allow_approximate=False):
+        self.manifold = manifold
+        self.epsilon = epsilon
+        self.tau = tau
+        self.x_range = x_range
+        self.v_max = v_max
+        self.center = center
+        self.radius = radius
+        self.release = release
+        self.clip_data = clip_data
+        self.accountant = accountant
+        self.random_state = random_state
+        self.allow_approximate = allow_approximate
+
+    def __sklearn_tags__(self):
+        return _tags(self, super().__sklearn_tags__())
+
+    def _covariate(self, X, reset: bool) -> np.ndarray:
+        X = _sk_validate(self, X, reset=reset, dtype=np.float64, ensure_2d=False)
+        X = X[:, None] if X.ndim == 1 else X
+        if reset:
+            self.n_features_in_ = 1
+        if X.ndim != 2 or X.shape[1] != 1:
+            raise ValueError(f"PrivateGeodesicRegression takes one covariate per record: X must "
+                             f"have shape (n,) or (n, 1), got {X.shape}")
+        return X[:, 0]
+
+    def _responses(self, Y) -> np.ndarray:
+        Y = np.asarray(Y, dtype=float)
+        return Y[:, None] if Y.ndim == 1 else Y
+
+    def fit(self, X, Y) -> "PrivateGeodesicRegression":
+        """Release the geodesic of covariates X (n,) or (n, 1) and responses Y (n, *point_shape)
+        (or (n,) reals with ``manifold="euclidean"``)."""
+        if Y is None:
+            raise ValueError("PrivateGeodesicRegression requires y to be passed, but the target y "
+                             "is None")
+        x = self._covariate(X, reset=True)
+        self.scalar_response_ = np.ndim(Y) == 1
+        Y = self._responses(Y)
+        if len(Y) != len(x) or not np.all(np.isfinite(Y)):
+            raise ValueError(f"Y must hold {len(x)} finite responses, one per covariate")
+        self.manifold_ = manifold_for_data(self.manifold, Y.shape[1:])
+        center = self.center
+        if center is None and self.radius is not None:
+            center = self.manifold_.origin()
+        self.release_ = private_geodesic_regression(
+            self.manifold_, x, Y, self.epsilon, self.tau, self.x_range, self.v_max, center,
+            self.radius, rng=as_generator(self.random_state), release=self.release,
+            clip_data=self.clip_data, ledger=_ledger(self.accountant),
+            allow_approximate=self.allow_approximate)
+        self.footpoint_ = np.asarray(self.release_.value["footpoint"])
+        self.shooting_vector_ = np.asarray(self.release_.value["shooting_vector"])
+        return self
+
+    def predict(self, X) -> np.ndarray:
+        """Exp_p(x v) for each covariate: (n, *point_shape), or (n,) for scalar responses."""
+        check_is_fitted(self)
+        x = self._covariate(X, reset=False)
+        out = fitted_points(self.manifold_, self.footpoint_, self.shooting_vector_, x)
+        return out[:, 0] if self.scalar_response_ else out
+
+    def score(self, X, Y, sample_weight=None) -> float:
+        """Fletcher's geodesic R^2 of the released geodesic on (X, Y) (non-private evaluation)."""
+        if sample_weight is not None:
+            raise ValueError("PrivateGeodesicRegression.score takes no sample_weight")
+        Y = self._responses(Y)
+        pred = self._responses(self.predict(X))
+        m = self.manifold_
+        ybar = frechet_mean(m, Y, on_spread="ignore").mean
+        total = float(np.sum(m.dist(ybar, Y) ** 2))
+        resid = float(np.sum(m.dist(pred, Y) ** 2))
+        return 1.0 - resid / total if total > 0 else (1.0 if resid == 0 else -math.inf)

@@ -73,7 +73,9 @@ def clipped_coordinate_sum(manifold: Manifold, w: Array, g: Array, bound: float,
     over = (norms > bound) | bad
     scale = np.where(bad, 0.0, np.where(over, bound / np.where(over & ~bad, norms, 1.0), 1.0))
     nd = len(manifold.point_shape)
-    g = np.where(bad.reshape(bad.shape + (1,) * nd), 0.0, g) * scale.reshape(scale.shape + (1,) * nd)
+    if bad.any():  # a pass over g only where a record needs zeroing (0 * nan is nan)
+        g = np.where(bad.reshape(bad.shape + (1,) * nd), 0.0, g)
+    g = g * scale.reshape(scale.shape + (1,) * nd)
     counted = (norms > bound * (1 + 1e-9)) | bad if lipschitz else over
     with np.errstate(all="ignore"):
         total = manifold.to_coords(w, g.sum(axis=0))

@@ -77,7 +77,17 @@ class SPD(Manifold):
         return mx.from_eig(np.maximum(w, floor), v)
 
     def to_tangent(self, p: Array, x: Array) -> Array:
-        return mx.sym(x) + 0.0 * np.asarray(p)
+        """sym(x) + 0 p (broadcast to p's batch), in place on one fresh array where the shapes
+        allow: the same values as ``mx.sym(x) + 0.0 * p`` without two more batch-sized
+        temporaries (DP-RGD projects every per-record gradient each step)."""
+        x = np.asarray(x, dtype=float)
+        zero = 0.0 * np.asarray(p)
+        out = x + np.swapaxes(x, -1, -2)
+        out *= 0.5
+        if zero.dtype == out.dtype and np.broadcast_shapes(out.shape, zero.shape) == out.shape:
+            out += zero
+            return out
+        return out + zero
 
     def _point_defect(self, x: Array) -> Array:
         asym = np.linalg.norm(x - np.swapaxes(x, -1, -2), axis=(-2, -1))
@@ -355,6 +365,13 @@ class AffineInvariantSPD(SPD):
     def inner(self, p: Array, u: Array, v: Array) -> Array:
         _, linv = self._factor(p)
         return mx.frob(self._whiten(linv, u), self._whiten(linv, v))
+
+    def norm(self, p: Array, v: Array) -> Array:
+        """|V|_P = |L^-1 V L^-T|_F: ``inner(p, v, v)`` whitening v once instead of twice (the
+        same values; DP-RGD clips every per-record gradient by it each step)."""
+        _, linv = self._factor(p)
+        z = self._whiten(linv, v)
+        return np.sqrt(np.maximum(mx.frob(z, z), 0.0))
 
     def transport(self, p: Array, q: Array, v: Array) -> Array:
         """Gamma(V) = E V E^T with E = L sqrtm(L^-1 Q L^-T) L^-1."""

@@ -321,3 +321,16 @@ def test_pca_accountant_and_grassmann_spec():
                      clip_data=True, accountant=ledger, random_state=0).fit(z)
     assert est.components_.shape == (3, 5)
     assert len(ledger.history()) == 1
+
+
+def test_a_refused_reference_sampler_charges_nothing():
+    from geodp.mechanisms.mcmc import ApproximateSamplerRefused
+    ds = load("emg-covariance")
+    center, radius = ds.public_ball()
+    ledger = MemoryLedger()
+    est = PrivateTangentSpaceClassifier(epsilon=1.0, center=center, radius=radius,
+                                        classes=np.unique(ds.labels), accountant=ledger,
+                                        random_state=0)
+    with pytest.raises(ApproximateSamplerRefused):  # the Laplace on SPD(8) at epsilon_ref = 0.2
+        est.fit(ds.points, ds.labels)
+    assert ledger.history() == []

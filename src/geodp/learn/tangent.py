@@ -29,8 +29,9 @@ the public ``classes``; neighbours replace one pair by any other. The release is
    (m, W) is (epsilon, delta)-DP under replace-one by adaptive basic composition (Dwork & Roth
    2014, Theorem 3.16 and its adaptive form). Predictions are post-processing of (m, W, B).
 
-The ledger is charged the whole (epsilon, delta) once, before any randomness is drawn: two
-entries would let a limited ledger spend the reference point and then refuse the weights.
+The ledger is charged the whole (epsilon, delta) once, after every check (the reference point's
+sampler included) and before any randomness is drawn: two entries would let a limited ledger
+spend the reference point and then refuse the weights.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from .classes import _encode
 from .data_ball import enforce_ball, into_ball
 from .dp_rgd import dp_rsgd
 from .frechet import private_frechet_mean
-from .release import Release, reserved
+from .release import Release
 
 REFERENCE_MECHANISMS = ("laplace", "wrapped-laplace", "kng")
 GRADIENT_BOUND = 2.0  # |phi~| |p - e_y| <= sqrt 2 * sqrt 2 (module docstring, step 3)
@@ -191,20 +192,35 @@ def private_tangent_logistic(manifold: Manifold, points: Array, labels: Array, c
     codes, k = _encode(labels, classes, len(x))
     x, moved = enforce_ball(manifold, x, center, radius, clip_data)
     rng, target = as_generator(rng), ApproxDP(epsilon, delta, Relation.REPLACE_ONE)
-    with reserved(ledger, target, f"tangent-space classifier ({target.describe()}: reference "
-                                  f"{split['epsilon_reference']:.4g}-DP + DP-SGD)"):
-        ref = private_frechet_mean(manifold, x, split["epsilon_reference"], center, radius,
-                                   mechanism=reference_mechanism, rng=rng,
-                                   allow_approximate=allow_approximate)
-        reference = into_ball(manifold, np.asarray(ref.value)[None], center, radius)[0][0]
-        phi, clipped = tangent_features(manifold, reference, x, split["feature_bound"])
-        records = np.hstack([phi, np.eye(k)[codes]])
-        sgd = dp_rsgd(Euclidean((manifold.dim + 1) * k), logistic_gradients(k), records,
-                      split["epsilon_weights"], delta, steps, batch_size=batch_size, lr=lr,
-                      init=np.zeros((manifold.dim + 1) * k), clip=clip, rng=rng,
-                      sampling="without_replacement", loss=logistic_loss(k), progress=False,
-                      label="tangent-space logistic regression")
+    whole = None if ledger is None else _WholeFit(ledger, target, (
+        f"tangent-space classifier ({target.describe()}: reference "
+        f"{split['epsilon_reference']:.4g}-DP + DP-SGD)"))
+    ref = private_frechet_mean(manifold, x, split["epsilon_reference"], center, radius,
+                               mechanism=reference_mechanism, rng=rng, ledger=whole,
+                               allow_approximate=allow_approximate)
+    reference = into_ball(manifold, np.asarray(ref.value)[None], center, radius)[0][0]
+    phi, clipped = tangent_features(manifold, reference, x, split["feature_bound"])
+    records = np.hstack([phi, np.eye(k)[codes]])
+    sgd = dp_rsgd(Euclidean((manifold.dim + 1) * k), logistic_gradients(k), records,
+                  split["epsilon_weights"], delta, steps, batch_size=batch_size, lr=lr,
+                  init=np.zeros((manifold.dim + 1) * k), clip=clip, rng=rng,
+                  sampling="without_replacement", loss=logistic_loss(k), progress=False,
+                  label="tangent-space logistic regression")
     return _release(ref, sgd, reference, target, split, k, manifold.dim, moved, clipped)
+
+
+class _WholeFit:
+    """The ledger the reference point's release is given: when that release reserves (after its
+    own checks, such as the exactness of its sampler, and before its draw), the whole fit's
+    guarantee is reserved on ``ledger`` instead. The weights' options were checked before, so a
+    refusal charges nothing, and nothing is drawn before the charge."""
+
+    def __init__(self, ledger: BudgetLedger | MemoryLedger, whole: ApproxDP, label: str):
+        self.ledger, self.whole, self.label = ledger, whole, label
+
+    def reserve(self, cost, delta: float = 0.0, label: str = ""):
+        """Reserve the whole fit's guarantee (the reference point's ``cost`` is part of it)."""
+        return self.ledger.reserve(self.whole, label=self.label)
 
 
 def _release(ref: Release, sgd: Release, reference, target, split, k, dim, moved, clipped

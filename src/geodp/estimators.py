@@ -6,6 +6,10 @@
   pyRiemann's ``MDM`` (SPD under both metrics, spheres, hyperbolic and Kendall data, or any
   manifold with a logarithm).
 - ``PrivateGeodesicRegression``: ``private_geodesic_regression`` as a regressor.
+- ``PrivateTangentSpaceClassifier``: logistic regression by DP-SGD in the tangent space at a
+  private reference point (pyRiemann's ``TangentSpace() + LogisticRegression()``, private).
+- ``PrivatePCA``: private principal components (``private_pca`` / ``private_principal_subspace``)
+  as a transformer like scikit-learn's ``PCA``.
 
 They drop into scikit-learn and pyRiemann pipelines (``make_pipeline(Covariances(),
 PrivateMDM(epsilon=1, radius=r))``), ``clone``, ``GridSearchCV`` and ``cross_val_score``. Every
@@ -44,10 +48,12 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, Transfo
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from .learn import private_frechet_mean, private_geodesic_regression
-from .learn.data_ball import ClippingWarning, into_ball
+from .learn import (private_frechet_mean, private_geodesic_regression, private_pca,
+                    private_principal_subspace)
 from .learn.classes import SmallClassWarning, private_class_means
+from .learn.data_ball import ClippingWarning, into_ball
 from .learn.private_ball import BALL_SHARES, private_ball, private_ball_class_means
+from .learn.tangent import private_tangent_logistic, softmax, tangent_features
 from .manifolds import Manifold
 from .manifolds.spec import manifold_for_data
 from .privacy import ApproxDP, BudgetLedger, MemoryLedger, PureDP
@@ -62,7 +68,8 @@ except ImportError:  # pragma: no cover - scikit-learn 1.4-1.5
         return est._validate_data(*args, **kwargs)
 
 __all__ = ["PrivateFrechetMean", "PrivateMDM", "PrivateGeodesicRegression", "SHARED_ACCOUNTANT",
-           "DataDependentClassesWarning", "SmallClassWarning"]
+           "DataDependentClassesWarning", "SmallClassWarning", "PrivateTangentSpaceClassifier",
+           "PrivatePCA"]
 
 SHARED_ACCOUNTANT = MemoryLedger()
 """The accountant of every estimator built with ``accountant=None``: unlimited, in memory, one
@@ -114,6 +121,17 @@ def _ball(est: BaseEstimator) -> tuple[np.ndarray, float]:
     m: Manifold = est.manifold_
     center = m.origin() if est.center is None else m.check_point(np.asarray(est.center, float))
     return center, float(est.radius)
+
+
+def _public_classes(est: BaseEstimator, y: np.ndarray) -> np.ndarray:
+    """The public ``classes`` of ``est``, or the labels of y with a
+    ``DataDependentClassesWarning`` when none were given."""
+    if est.classes is not None:
+        return np.unique(np.asarray(est.classes))
+    warnings.warn(f"{type(est).__name__}: the set of classes was read from y; it must be public. "
+                  f"Pass classes= (every possible label, fixed without the data) to silence this",
+                  DataDependentClassesWarning, stacklevel=3)
+    return np.unique(y)
 
 
 def _tags(est: BaseEstimator, tags):
@@ -371,20 +389,12 @@ class PrivateMDM(ClassifierMixin, TransformerMixin, BaseEstimator):
     def __sklearn_tags__(self):
         return _tags(self, super().__sklearn_tags__())
 
-    def _public_classes(self, y: np.ndarray) -> np.ndarray:
-        if self.classes is not None:
-            return np.unique(np.asarray(self.classes))
-        warnings.warn("PrivateMDM: the set of classes was read from y; it must be public. Pass "
-                      "classes= (every possible label, fixed without the data) to silence this",
-                      DataDependentClassesWarning, stacklevel=3)
-        return np.unique(y)
-
     def fit(self, X, y) -> "PrivateMDM":
         """Release the class means of X, array (n, *point_shape), labelled by y, array (n,)."""
         X, y = _sk_validate(self, X, y, reset=True, allow_nd=True, dtype=np.float64)
         check_classification_targets(y)
         self.manifold_ = manifold_for_data(self.manifold, X.shape[1:])
-        self.classes_ = self._public_classes(y)
+        self.classes_ = _public_classes(self, y)
         center, radius = _ball(self)
         mechanism = _mechanism(self.mechanism, self.manifold_)
         if _ball_route(self) == "private":
@@ -550,3 +560,240 @@ class PrivateGeodesicRegression(RegressorMixin, BaseEstimator):
         total = float(np.sum(m.dist(ybar, Y) ** 2))
         resid = float(np.sum(m.dist(pred, Y) ** 2))
         return 1.0 - resid / total if total > 0 else (1.0 if resid == 0 else -math.inf)
+
+
+class PrivateTangentSpaceClassifier(ClassifierMixin, BaseEstimator):
+    """Logistic regression in the tangent space at a private reference point: the private
+    counterpart of pyRiemann's ``TangentSpace() + LogisticRegression()``.
+
+    ``fit`` releases (``geodp.learn.tangent.private_tangent_logistic``, whose module docstring
+    proves the guarantee): (1) a reference point m, ``private_frechet_mean`` at
+    ``reference_budget * epsilon`` (pure, replace-one), projected onto the public ball; (2) each
+    record's tangent coordinates at m, clipped to the public ``feature_bound`` B and divided by
+    it; (3) the weights of a multinomial logistic regression on them, by DP-SGD (``dp_rsgd`` on a
+    flat space: per-record gradients clipped to ``clip``, Gaussian noise, a full batch or
+    ``batch_size`` records drawn without replacement) at (epsilon - epsilon_ref, delta). The
+    two compose (adaptive basic composition) to (epsilon, delta)-DP under replace-one neighbours
+    (n public, a record is the pair (x, y)); the accountant is charged the total once. Prediction
+    uses the released m and W only, so it costs no budget.
+
+    Parameters
+    ----------
+    manifold : Manifold or str
+        Default ``"spd"`` (affine-invariant, sized from X); see the module docstring.
+    epsilon, delta : float
+        The (epsilon, delta)-DP of the whole fit.
+    center, radius, clip_data
+        The public data ball (center default: the manifold's origin), clipping into it.
+    classes : array-like, optional
+        Every possible label (public); without it they are read from y with a
+        ``DataDependentClassesWarning``.
+    reference_budget : float
+        Share of epsilon spent on the reference point, in (0, 1).
+    reference_mechanism : {"laplace", "wrapped-laplace", "kng"}
+    feature_bound : float, optional
+        Public bound B on the tangent coordinates' norm; default 2 * radius (never clips a record
+        of the ball). A smaller B clips far records and scales the features up.
+    steps, lr, clip, batch_size
+        DP-SGD: steps, step size, per-record gradient clipping norm (default 2, the largest
+        gradient norm: never acts), and None (full batch) or a batch size (without replacement).
+    accountant : BudgetLedger or MemoryLedger, optional
+    random_state : None, int, RandomState or Generator
+    allow_approximate : bool
+        Allow an MCMC draw of the reference point where no exact sampler can draw it.
+
+    Attributes
+    ----------
+    classes_ : array (k,)
+    reference_ : array (*point_shape)
+        The released reference point.
+    coef_ : array (k, dim)
+        The released weights (dim = manifold_.dim), on the features phi(x) (coordinates / B).
+    intercept_ : array (k,)
+    release_ : Release
+    manifold_ : Manifold
+    n_features_in_ : int
+    """
+
+    def __init__(self, manifold="spd", epsilon=1.0, delta=1e-5, center=None, radius=None,
+                 clip_data=False, classes=None, reference_budget=0.2, reference_mechanism="laplace",
+                 feature_bound=None, steps=100, lr=1.0, clip=2.0, batch_size=None, accountant=None,
+                 random_state=None, allow_approximate=False):
+        self.manifold = manifold
+        self.epsilon = epsilon
+        self.delta = delta
+        self.center = center
+        self.radius = radius
+        self.clip_data = clip_data
+        self.classes = classes
+        self.reference_budget = reference_budget
+        self.reference_mechanism = reference_mechanism
+        self.feature_bound = feature_bound
+        self.steps = steps
+        self.lr = lr
+        self.clip = clip
+        self.batch_size = batch_size
+        self.accountant = accountant
+        self.random_state = random_state
+        self.allow_approximate = allow_approximate
+
+    def __sklearn_tags__(self):
+        return _tags(self, super().__sklearn_tags__())
+
+    def fit(self, X, y) -> "PrivateTangentSpaceClassifier":
+        """Release the reference point and weights for X, array (n, *point_shape), labelled by y,
+        array (n,)."""
+        X, y = _sk_validate(self, X, y, reset=True, allow_nd=True, dtype=np.float64)
+        check_classification_targets(y)
+        self.manifold_ = manifold_for_data(self.manifold, X.shape[1:])
+        self.classes_ = _public_classes(self, y)
+        center, radius = _ball(self)
+        self.release_ = private_tangent_logistic(
+            self.manifold_, X, y, self.classes_, self.epsilon, self.delta, center, radius,
+            reference_budget=self.reference_budget, reference_mechanism=self.reference_mechanism,
+            feature_bound=self.feature_bound, steps=self.steps, lr=self.lr, clip=self.clip,
+            batch_size=self.batch_size, clip_data=self.clip_data, ledger=_ledger(self.accountant),
+            rng=as_generator(self.random_state), allow_approximate=self.allow_approximate)
+        self.reference_ = np.asarray(self.release_.value["reference"])
+        weights = self.release_.value["coef"]
+        self.coef_, self.intercept_ = weights[:-1].T, weights[-1]
+        self.feature_bound_ = float(self.release_.parameters["feature_bound"])
+        return self
+
+    def _logits(self, X) -> np.ndarray:
+        check_is_fitted(self)
+        X = _records(self, X, reset=False)
+        phi = tangent_features(self.manifold_, self.reference_, X, self.feature_bound_)[0]
+        return phi @ self.coef_.T + self.intercept_
+
+    def decision_function(self, X) -> np.ndarray:
+        """The logits (n, k); with two classes, the second's minus the first's (n,)."""
+        logits = self._logits(X)
+        return logits[:, 1] - logits[:, 0] if len(self.classes_) == 2 else logits
+
+    def predict_proba(self, X) -> np.ndarray:
+        """The softmax (n, k) of the logits."""
+        return softmax(self._logits(X))
+
+    def predict(self, X) -> np.ndarray:
+        """The class (n,) of the largest logit."""
+        logits = self._logits(X)
+        return self.classes_[np.argmax(logits, axis=1)]
+
+
+def _pca_manifold(spec, columns: int, k: int) -> Manifold:
+    """Sphere(D - 1) for one component, Grassmann(D, k) for k, from ``manifold`` (None, a family
+    name, a full specification or a Manifold)."""
+    if isinstance(spec, Manifold):
+        return spec
+    spec = ("sphere" if k == 1 else "grassmann") if spec is None else spec
+    family = str(spec).split(":")[0].split(",")[0]
+    if family not in ("sphere", "grassmann"):
+        raise ValueError(f"PrivatePCA: manifold must be 'sphere' (n_components=1) or 'grassmann' "
+                         f"(or a full specification of either), got {spec!r}")
+    if family == "sphere" and k != 1:
+        raise ValueError(f"PrivatePCA: manifold='sphere' releases one component; n_components={k} "
+                         f"needs manifold='grassmann' (or None)")
+    return manifold_for_data(spec, (columns,) if family == "sphere" else (columns, k))
+
+
+class PrivatePCA(TransformerMixin, BaseEstimator):
+    """Private principal components, as scikit-learn's ``PCA`` without centering at the data.
+
+    ``fit(X)`` releases an orthonormal basis of the top-``n_components`` principal subspace of
+    (1/n) sum_i z_i z_i^T, z_i = x_i - center (a public center, default 0: the data mean is not
+    released), by DP Riemannian gradient descent (Han, Mishra, Jawanpuria & Gao, Section 5.1):
+    ``private_pca`` on Sphere(D - 1) for one component, ``private_principal_subspace`` on
+    Grassmann(D, k) for k. Rows are bounded by the public ``norm_bound`` B, so every per-record
+    gradient is B^2-Lipschitz: (epsilon, delta)-DP under replace-one neighbours (n public) for
+    the full batch.
+
+    Only the basis is released: ``explained_variance_`` and the singular values are statistics of
+    the data without noise, so they are not computed (score a held-out or public set with
+    ``transform`` for them). The sign, and for k > 1 the rotation within the subspace, of the
+    basis are arbitrary.
+
+    Parameters
+    ----------
+    manifold : None, {"sphere", "grassmann"}, str or Manifold
+        Default None: ``"sphere"`` for one component, ``"grassmann"`` for more.
+    epsilon, delta : float
+    norm_bound : float
+        Public bound B on |x_i - center|; rows above raise, or with ``clip_data`` are scaled back.
+    n_components : int
+        1 <= k < D.
+    center : array (D,), optional
+        A public center subtracted before projecting (default 0).
+    steps, lr, batch_size, sample_rate, output
+        As in ``private_pca``.
+    clip_data : bool
+    accountant : BudgetLedger or MemoryLedger, optional
+    random_state : None, int, RandomState or Generator
+
+    Attributes
+    ----------
+    components_ : array (k, D)
+        Orthonormal rows.
+    release_ : Release
+    manifold_ : Manifold
+    n_features_in_ : int
+    n_components_ : int
+    """
+
+    def __init__(self, manifold=None, epsilon=1.0, delta=1e-5, norm_bound=None, n_components=1,
+                 center=None, steps=100, lr=None, batch_size=None, sample_rate=None, output="last",
+                 clip_data=False, accountant=None, random_state=None):
+        self.manifold = manifold
+        self.epsilon = epsilon
+        self.delta = delta
+        self.norm_bound = norm_bound
+        self.n_components = n_components
+        self.center = center
+        self.steps = steps
+        self.lr = lr
+        self.batch_size = batch_size
+        self.sample_rate = sample_rate
+        self.output = output
+        self.clip_data = clip_data
+        self.accountant = accountant
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        return _tags(self, super().__sklearn_tags__())
+
+    def _centred(self, X, reset: bool) -> np.ndarray:
+        X = _sk_validate(self, X, reset=reset, dtype=np.float64)
+        return X if self.center is None else X - np.asarray(self.center, dtype=float)
+
+    def fit(self, X, y=None) -> "PrivatePCA":
+        """Release the components of X, array (n, D); y is ignored."""
+        Z = self._centred(X, reset=True)
+        k = self.n_components
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k < Z.shape[1]:
+            raise ValueError(f"n_components must be an integer in [1, n_features) with "
+                             f"n_features = {Z.shape[1]}, got {k!r}")
+        if self.norm_bound is None:
+            raise ValueError("PrivatePCA: norm_bound= (a public bound on each row's norm, fixed "
+                             "without looking at the data) is required")
+        self.manifold_ = _pca_manifold(self.manifold, Z.shape[1], int(k))
+        release = private_pca if len(self.manifold_.point_shape) == 1 else private_principal_subspace
+        self.release_ = release(
+            self.manifold_, Z, self.epsilon, self.delta, self.norm_bound, steps=self.steps,
+            lr=self.lr, clip_data=self.clip_data, batch_size=self.batch_size, output=self.output,
+            rng=as_generator(self.random_state), ledger=_ledger(self.accountant), progress=False,
+            sample_rate=self.sample_rate)
+        basis = np.asarray(self.release_.value).reshape(Z.shape[1], -1)
+        self.components_ = np.linalg.qr(basis)[0].T  # orthonormal to rounding: post-processing
+        self.n_components_ = int(k)
+        return self
+
+    def transform(self, X) -> np.ndarray:
+        """Scores (n, k): (X - center) @ components_.T."""
+        check_is_fitted(self)
+        return self._centred(X, reset=False) @ self.components_.T
+
+    def inverse_transform(self, X) -> np.ndarray:
+        """Points (n, D) of the subspace: X @ components_ + center."""
+        check_is_fitted(self)
+        out = np.asarray(X, dtype=float) @ self.components_
+        return out if self.center is None else out + np.asarray(self.center, dtype=float)

@@ -182,3 +182,30 @@ def test_audit_private_ball_center_catches_the_halved_noise_twin(monkeypatch):
     _halve_noise(monkeypatch)
     assert _ball_lower_bound(6000) > EPS
 
+
+
+def test_a_record_whose_log_overflows_at_the_released_center_changes_no_branch():
+    """Adversarial review: on SPD(2) in digits-covariance's public ball (radius 30.9), a record at
+    the ball's edge has a NaN log and distance from a released center c != I. Every per-record
+    map must stay total (that record counts as beyond every radius and contributes 0 to the
+    sums) and no decision may read it: no error, no fallback, on D and on D'."""
+    from geodp.estimators import PrivateMDM
+    from geodp.learn.private_ball import _tangent_coords
+    from geodp.manifolds import SPD
+    from geodp.privacy import MemoryLedger
+
+    m, big = SPD(2), 30.9 / np.sqrt(2) * 0.999
+    th = 0.3
+    q = np.array([[np.cos(th), -np.sin(th)], [np.sin(th), np.cos(th)]])
+    c = q @ np.diag([np.e, 1 / np.e]) @ q.T
+    far = np.diag([np.exp(big), np.exp(-big)])
+    assert np.all(_tangent_coords(m, c, far[None], 1.0) == 0.0)
+    rng = np.random.default_rng(0)
+    d = m.exp(c, m.from_coords(c, rng.normal(0, 0.1, (200, 3))))
+    y = np.repeat([0, 1], 100)
+    for x in (d, np.concatenate([far[None], d[1:]]), np.concatenate([d[:-1], far[None]])):
+        for seed in range(3):
+            est = PrivateMDM(manifold="spd", epsilon=5.0, radius=30.9, ball="private", classes=[0, 1],
+                             random_state=seed, accountant=MemoryLedger()).fit(x, y)
+            p = est.release_.parameters
+            assert not p["ball"]["center_fallback_to_outer"] and p["fallback_classes"] == []

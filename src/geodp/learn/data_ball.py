@@ -39,8 +39,9 @@ class _Spelling(dict):
 class RecordsOutsideBound(ValueError):
     """Records lie outside the public bound a sensitivity assumes, and clipping was not asked for.
 
-    The message says how many records (never how far: an exact distance would let whoever sees
-    the error probe an outlier at no privacy cost). ``bound`` and ``alternative`` may name options
+    The message says neither how many records nor how far (exact data statistics: whoever sees
+    the error could probe an outlier at no privacy cost); ``count`` holds the number for the
+    data curator. ``bound`` and ``alternative`` may name options
     in braces (``"{x_range} = (0, 1)"``); ``spell`` writes them, and ``clip_data=True``, in the
     caller's interface: the Python keywords by default, ``spelled`` re-words the refusal for
     another (the command line's ``--x-range`` and ``--clip-data``).
@@ -51,7 +52,7 @@ class RecordsOutsideBound(ValueError):
         self.count, self.n, self.bound = count, n, bound
         self.remedy, self.alternative, self.spell = remedy, alternative, spell
         names = _Spelling(spell)
-        super().__init__(f"{count} of {n} {bound.format_map(names)}; the sensitivity bound does "
+        super().__init__(f"one or more {bound.format_map(names)}; the sensitivity bound does "
                          f"not hold for them. Pass {spell('clip_data=True')} to {remedy}, or "
                          f"{alternative.format_map(names)}")
 
@@ -76,14 +77,21 @@ def into_ball(manifold: Manifold, points: Array, center: Array, radius: float,
     boundary, Exp_c(radius Log_c(x)/|Log_c(x)|); and the mask of the points moved (``outside``:
     that mask when the caller has it already)."""
     if outside is None:
-        outside = manifold.dist(center, points) > radius
+        with np.errstate(invalid="ignore"):
+            outside = ~(manifold.dist(center, points) <= radius)  # a NaN distance is outside
     if not outside.any():
         return points, outside
-    v = manifold.log(center, points[outside])
-    norms = manifold.norm(center, v).reshape(v.shape[:v.ndim - len(manifold.point_shape)]
-                                             + (1,) * len(manifold.point_shape))
+    nd = len(manifold.point_shape)
+    with np.errstate(all="ignore"):
+        v = manifold.log(center, points[outside])
+        norms = manifold.norm(center, v).reshape(v.shape[:v.ndim - nd] + (1,) * nd)
+        target = manifold.exp(center, radius * (1 - 1e-12) * v / norms)
+    # a record whose geodesic from the center double precision cannot follow goes to the center:
+    # still a fixed map of each record, so the guarantee holds for the clipped data
+    lost = ~np.all(np.isfinite(target.reshape(len(target), -1)), axis=1)
+    target[lost] = center
     moved = np.array(points, dtype=float, copy=True)
-    moved[outside] = manifold.exp(center, radius * (1 - 1e-12) * v / norms)
+    moved[outside] = target
     return moved, outside
 
 
@@ -105,11 +113,12 @@ def enforce_ball(manifold: Manifold, points: Array | ChunkedSample, center: Arra
     chunked = isinstance(points, ChunkedSample)
     if chunked:
         def outside(x: Array, w: Array) -> int:
-            return int(np.sum(manifold.dist(center, manifold.check_point(x)) > radius))
+            return int(np.sum(~(manifold.dist(center, manifold.check_point(x)) <= radius)))
 
         n, count = points.n, int(points.reduce(outside, lambda a, b: a + b))
     else:
-        outside = manifold.dist(center, points) > radius
+        with np.errstate(invalid="ignore"):
+            outside = ~(manifold.dist(center, points) <= radius)  # a NaN distance is outside
         n, count = len(points), int(outside.sum())
     if count == 0:
         return points, 0
@@ -123,7 +132,8 @@ def enforce_ball(manifold: Manifold, points: Array | ChunkedSample, center: Arra
     else:
         clipped, _ = into_ball(manifold, points, center, radius, outside)
     if count > CLIP_WARNING * n:
-        warnings.warn(f"clipping moved {count} of {n} records ({count / n:.0%}) onto the boundary "
-                      f"of the public ball: the release describes the clipped data, and a radius "
-                      f"this small distorts it", ClippingWarning, stacklevel=3)
+        warnings.warn(f"clipping moved more than {CLIP_WARNING:.0%} of the records onto the "
+                      f"boundary of the public ball: the release describes the clipped data, and a "
+                      f"radius this small distorts it (the count is in the release's diagnostics)",
+                      ClippingWarning, stacklevel=3)
     return clipped, count

@@ -120,7 +120,11 @@ def _shares(shares: Sequence[float]) -> tuple[float, float, float]:
 def _tangent_coords(manifold: Manifold, center: Array, x: Array, radius: float) -> Array:
     """Orthonormal coordinates of Log_center(x_i), each clipped to norm ``radius`` (the same as
     clipping x_i along its geodesic from the center)."""
-    v = manifold.to_coords(center, manifold.log(center, x))
+    with np.errstate(all="ignore"):
+        v = manifold.to_coords(center, manifold.log(center, x))
+    # a record whose log double precision cannot give contributes 0: a fixed map of the record and
+    # the (public or released) center, so the sensitivities hold and nothing branches on the data
+    v[~np.all(np.isfinite(v), axis=-1)] = 0.0
     return _project(v, radius)
 
 
@@ -171,11 +175,13 @@ def private_ball(manifold: Manifold, points: Array, epsilon: float, center: Arra
         scale = 2.0 * r0 / (n * eps["center"])
         v = _project(v + l2_laplace(manifold.dim, scale, (), rng), r0)
         c = manifold.exp(center, manifold.from_coords(center, v))
-        fallback = not _usable(manifold, c, x[:1])
+        fallback = not _usable(manifold, c, center)  # decided on released and public points
         if fallback:
             c = center
         top = radius + float(manifold.dist(center, c))
-        r, _ = private_quantile(manifold.dist(c, x), quantile, geometric_grid(top, grid_size),
+        with np.errstate(all="ignore"):
+            distances = manifold.dist(c, x)
+        r, _ = private_quantile(distances, quantile, geometric_grid(top, grid_size),
                                 eps["radius"], rng)
     return Release(value=c, guarantee=target, sensitivity=2.0 * r0 / n, scale=scale,
                    mechanism="private data ball (quantile radii, L2 Laplace tangent center)",

@@ -39,9 +39,10 @@ def _check(values, quantile: float, grid, epsilon: float) -> tuple[np.ndarray, n
     check_positive("epsilon", epsilon)
     if len(grid) < 1 or np.any(np.diff(grid) <= 0) or not np.all(np.isfinite(grid)):
         raise ValueError("grid must be a finite, strictly increasing sequence")
-    if not np.all(np.isfinite(values)):
-        raise ValueError("values must be finite")
-    return values, grid
+    # a value double precision cannot give (NaN, inf: e.g. a distance from a released point that
+    # overflows) counts as beyond every candidate: a fixed map of each record, so the utility's
+    # sensitivity stays 1 and nothing branches on the data
+    return np.where(np.isnan(values), np.inf, values), grid
 
 
 def quantile_probabilities(values, quantile: float, grid, epsilon: float) -> np.ndarray:

@@ -123,6 +123,13 @@ def _ball(est: BaseEstimator) -> tuple[np.ndarray, float]:
     return center, float(est.radius)
 
 
+def _check_targets(est: BaseEstimator, y: np.ndarray) -> None:
+    """sklearn's check that the labels are classes, made on the public ``classes`` when given
+    (made on y, the check's outcome would depend on the labels' values: one record's label could
+    turn a release into a refusal); each label is checked against them when it is encoded."""
+    check_classification_targets(y if est.classes is None else np.asarray(est.classes))
+
+
 def _public_classes(est: BaseEstimator, y: np.ndarray) -> np.ndarray:
     """The public ``classes`` of ``est``, or the labels of y with a
     ``DataDependentClassesWarning`` when none were given."""
@@ -392,7 +399,7 @@ class PrivateMDM(ClassifierMixin, TransformerMixin, BaseEstimator):
     def fit(self, X, y) -> "PrivateMDM":
         """Release the class means of X, array (n, *point_shape), labelled by y, array (n,)."""
         X, y = _sk_validate(self, X, y, reset=True, allow_nd=True, dtype=np.float64)
-        check_classification_targets(y)
+        _check_targets(self, y)
         self.manifold_ = manifold_for_data(self.manifold, X.shape[1:])
         self.classes_ = _public_classes(self, y)
         center, radius = _ball(self)
@@ -644,7 +651,7 @@ class PrivateTangentSpaceClassifier(ClassifierMixin, BaseEstimator):
         """Release the reference point and weights for X, array (n, *point_shape), labelled by y,
         array (n,)."""
         X, y = _sk_validate(self, X, y, reset=True, allow_nd=True, dtype=np.float64)
-        check_classification_targets(y)
+        _check_targets(self, y)
         self.manifold_ = manifold_for_data(self.manifold, X.shape[1:])
         self.classes_ = _public_classes(self, y)
         center, radius = _ball(self)

@@ -64,11 +64,21 @@ class RecordsOutsideBound(ValueError):
 
 
 def check_representable(manifold: Manifold, center: Array, radius: float) -> None:
-    """Refuse a public ball whose boundary double precision cannot hold (far hyperbolic or SPD
-    points overflow): the mechanisms' draws and iterates would leave the number range."""
-    if not represents_distance(manifold, center, radius):
+    """Refuse a public ball whose points double precision cannot hold (far hyperbolic or SPD
+    points overflow): the mechanisms' draws and iterates would leave the number range, and a
+    refusal that only some data sets of the ball trigger would itself reveal them.
+
+    Decided from the public center and radius alone: Exp_c(+-2 radius e_i) must be finite along
+    every orthonormal direction e_i (twice the radius: the logarithm between two points of the
+    ball meets matrices that far out).
+    """
+    basis = manifold.from_coords(center, 2.0 * radius * np.eye(manifold.dim))
+    with np.errstate(all="ignore"):
+        probes = np.concatenate([manifold.exp(center, basis), manifold.exp(center, -basis)])
+    if not represents_distance(manifold, center, radius) or not np.all(np.isfinite(probes)):
         raise ValueError(f"radius {radius:g} reaches beyond what double precision represents on "
-                         f"{manifold!r} (points at that distance overflow); choose a smaller radius")
+                         f"{manifold!r} (points at that distance, or at twice it, overflow); "
+                         f"choose a smaller radius")
 
 
 def into_ball(manifold: Manifold, points: Array, center: Array, radius: float,

@@ -80,7 +80,11 @@ def tangent_features(manifold: Manifold, reference: Array, points: Array,
     -------
     array (n, dim) of rows of norm <= 1, and the (non-private) count of rows clipped.
     """
-    coords = manifold.to_coords(reference, manifold.log(reference, points))
+    with np.errstate(all="ignore"):
+        coords = manifold.to_coords(reference, manifold.log(reference, points))
+    # a record whose log double precision cannot give is the zero feature: a fixed map of the
+    # record and the released reference, so nothing branches on the data
+    coords[~np.all(np.isfinite(coords), axis=1)] = 0.0
     norms = np.linalg.norm(coords, axis=1)
     over = norms > feature_bound
     coords = coords / np.where(over, norms / feature_bound, 1.0)[:, None]

@@ -25,6 +25,31 @@ def size_tuple(size: int | tuple[int, ...] | None) -> tuple[int, ...]:
     return (int(size),) if np.isscalar(size) else tuple(int(s) for s in size)
 
 
+def integer_size(value: object, name: str, minimum: int = 1) -> int:
+    """A manifold's size argument checked to be an integer >= ``minimum``.
+
+    Parameters
+    ----------
+    value : object
+        What the caller passed: a Python or NumPy integer (a bool, a float such as 2.5 or 2.0 and a
+        string are refused rather than rounded, so ``Sphere(2.5)`` cannot silently become S^2).
+    name : str
+        The constructor's keyword, named in the error.
+    minimum : int
+        The smallest size the family allows.
+
+    Returns
+    -------
+    int
+        ``value`` as a Python int.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
+    return int(value)
+
+
 def rowdot(a: Array, b: Array) -> Array:
     """sum_i a_i b_i over the last axis; written out for vectors of length <= 4, where that beats
     einsum's inner loop."""

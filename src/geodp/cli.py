@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import sys
 import warnings
@@ -54,7 +55,8 @@ def read_points(source: str, manifold: Manifold | None, chunked: bool = False
     One record is one point, never reshaped across rows: a CSV file has one point per row, its
     ``prod(point_shape)`` values in row-major order; a .npy array has shape (n, *point_shape).
     Anything else is refused with the shapes found and expected (a record split over two
-    "points" would void the stated guarantee).
+    "points" would void the stated guarantee). A float32 array keeps its dtype, so that
+    ``Manifold.check_point`` judges it at its own precision.
     """
     not_chunked = ("error: --scheduler and --workers read chunked inputs: a .npy file, a "
                    "directory of .npy files or a Zarr array")
@@ -71,33 +73,74 @@ def read_points(source: str, manifold: Manifold | None, chunked: bool = False
                          f"({', '.join(datasets.names())})")
     if manifold is None:
         raise SystemExit("error: --manifold is required when reading points from a file")
-    shape = manifold.point_shape
     if chunked:
-        if path.suffix == ".csv":
-            raise SystemExit(not_chunked)
-        points = datasets.open_chunked(source)
-        if points.ndim != len(shape) + 1 or points.shape[1:] != shape:
-            raise SystemExit(f"error: {source!r} holds records of shape {points.shape[1:]}; "
-                             f"{manifold!r} needs {shape}: one point per record")
-        return points, manifold
-    size = int(np.prod(shape))
+        return _read_chunked(source, manifold), manifold
+    if path.is_dir():
+        raise SystemExit(f"error: {source!r} is a directory; give a .npy or .csv file (a directory "
+                         f"of .npy files is read chunked, with --workers or --scheduler)")
     if path.suffix == ".npy":
-        try:
-            x = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise SystemExit(f"error: cannot read {source!r} as a .npy array: {exc}") from None
-        if x.shape[1:] != shape or x.ndim != len(shape) + 1:
-            raise SystemExit(f"error: {source!r} holds an array of shape {x.shape}; {manifold!r} "
-                             f"needs (n, {', '.join(map(str, shape))}): one point per record")
-        return np.asarray(x, dtype=float), manifold
-    if path.suffix != ".csv":
+        x = _read_npy(source, manifold.point_shape)
+    elif path.suffix == ".csv":
+        x = _read_csv(source, manifold)
+    else:
         raise SystemExit(f"error: unsupported file type {path.suffix!r}: use .npy or .csv")
-    rows = [line for line in path.read_text().splitlines() if line.strip()]
+    _refuse_non_finite(source, x, path.suffix == ".csv")
+    return x, manifold
+
+
+def _read_chunked(source: str, manifold: Manifold):
+    """A lazy dask array of the records at ``source`` (see ``read_points``)."""
+    shape = manifold.point_shape
+    if Path(source).suffix == ".csv":
+        raise SystemExit("error: --scheduler and --workers read chunked inputs: a .npy file, a "
+                         "directory of .npy files or a Zarr array")
+    try:
+        points = datasets.open_chunked(source)
+    except ImportError:
+        raise SystemExit("error: --scheduler and --workers need Dask, which is not installed: "
+                         "pip install 'geodp[dask]'") from None
+    if points.ndim != len(shape) + 1 or points.shape[1:] != shape:
+        raise SystemExit(f"error: {source!r} holds records of shape {points.shape[1:]}; "
+                         f"{manifold!r} needs {shape}: one point per record")
+    return points
+
+
+def _read_npy(source: str, shape: tuple[int, ...]) -> np.ndarray:
+    """The (n, *shape) array of a .npy file, float64 or float32 (kept, see ``read_points``)."""
+    try:
+        x = np.load(source, allow_pickle=False)
+    except EOFError:
+        raise SystemExit(f"error: {source!r} is empty (zero bytes): not a .npy array") from None
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"error: cannot read {source!r} as a .npy array: {exc}") from None
+    if x.shape[1:] != shape or x.ndim != len(shape) + 1:
+        raise SystemExit(f"error: {source!r} holds an array of shape {x.shape}; the manifold "
+                         f"needs (n, {', '.join(map(str, shape))}): one point per record")
+    if not np.issubdtype(x.dtype, np.number) or np.iscomplexobj(x):
+        raise SystemExit(f"error: {source!r} holds {x.dtype} values; points are real numbers")
+    return x if x.dtype == np.float32 else np.asarray(x, dtype=float)
+
+
+def csv_rows(source: str) -> list[list[str]]:
+    """The non-blank rows of a CSV file as lists of fields: a UTF-8 byte-order mark is dropped and
+    quoted fields ("0.5") are unquoted."""
+    try:
+        text = Path(source).read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise SystemExit(f"error: {source!r} is not a UTF-8 text file") from None
+    return [[f.strip() for f in row] for row in csv.reader(text.splitlines())
+            if any(f.strip() for f in row)]
+
+
+def _read_csv(source: str, manifold: Manifold) -> np.ndarray:
+    """The records of a CSV file, one point per row (see ``read_points``)."""
+    shape = manifold.point_shape
+    size = int(np.prod(shape))
+    rows = csv_rows(source)
     if not rows:
         raise SystemExit(f"error: {source!r} is empty")
     values = []
-    for number, line in enumerate(rows, start=1):
-        fields = line.split(",")
+    for number, fields in enumerate(rows, start=1):
         if len(fields) != size:
             raise SystemExit(
                 f"error: {source!r} row {number} has {len(fields)} comma-separated values; "
@@ -105,9 +148,19 @@ def read_points(source: str, manifold: Manifold | None, chunked: bool = False
         try:
             values.append([float(v) for v in fields])
         except ValueError:
-            raise SystemExit(f"error: {source!r} row {number} is not numeric ({line[:60]!r}); "
-                             f"a header line is not allowed") from None
-    return np.array(values).reshape((-1,) + shape), manifold
+            raise SystemExit(f"error: {source!r} row {number} is not numeric; a header line is "
+                             f"not allowed") from None
+    return np.array(values).reshape((-1,) + shape)
+
+
+def _refuse_non_finite(source: str, x: np.ndarray, csv_file: bool) -> None:
+    """Name the first record holding a NaN or an infinity: its CSV row (from 1) or .npy index."""
+    bad = ~np.isfinite(x.reshape(len(x), -1)).all(axis=1)
+    if np.any(bad):
+        first = int(np.argmax(bad))
+        where = f"row {first + 1}" if csv_file else f"record {first} (index from 0)"
+        raise SystemExit(f"error: {source!r} {where} contains NaN or infinite values; remove "
+                         f"or repair the records that do")
 
 
 def _manifold_arg(spec: str | None) -> Manifold | None:
@@ -365,7 +418,7 @@ def _row_length(source: str) -> int:
                              f"{shape}, not one vector per row")
         return shape[1]
     if path.suffix == ".csv" and path.exists():
-        return len(next((line for line in path.read_text().splitlines() if line.strip()), "").split(","))
+        return len(next(iter(csv_rows(source)), [""]))
     return 1
 
 

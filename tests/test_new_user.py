@@ -105,3 +105,75 @@ def test_nan_errors_name_the_record(tmp_path, capsys):
     assert "row 4 contains NaN" in err
     with pytest.raises(ValueError, match=r"point 3 \(from 0\) contains NaN"):
         Sphere(2).check_point(x)
+
+
+# ---------------------------------------------------------------- messages that name the parameter
+import warnings  # noqa: E402
+
+from geodp import private_frechet_mean  # noqa: E402
+from geodp.learn.release import LargeDeltaWarning, NoiseDominatesWarning  # noqa: E402
+from geodp.manifolds import SPD  # noqa: E402
+from geodp.statistics import frechet_mean  # noqa: E402
+
+NORTH = np.array([0.0, 0.0, 1.0])
+
+
+@pytest.mark.parametrize("radius, error", [("0.5", TypeError), (np.array([0.5]), TypeError)])
+def test_radius_of_the_wrong_kind_names_radius(radius, error):
+    with pytest.raises(error, match="radius must be a number"):
+        private_frechet_mean(Sphere(2), _sphere_points(), 1.0, NORTH, radius, rng=0)
+
+
+def test_seed_and_rng_are_named(tmp_path, capsys):
+    with pytest.raises(ValueError, match="^rng must be a non-negative integer seed"):
+        private_frechet_mean(Sphere(2), _sphere_points(), 1.0, NORTH, 0.5, rng=-1)
+    np.save(tmp_path / "x.npy", _sphere_points())
+    _, _, err = _cli(capsys, "release", "mean", tmp_path / "x.npy", *BALL, "--epsilon", 1, "--seed", -1)
+    assert "error: --seed must be a non-negative integer seed" in err
+
+
+def test_a_huge_radius_is_named_not_an_infinite_scale(tmp_path, capsys):
+    np.save(tmp_path / "e.npy", np.zeros((5, 3)))
+    _, _, err = _cli(capsys, "release", "mean", tmp_path / "e.npy", "--manifold", "euclidean:3",
+                     "--center", "0,0,0", "--radius", 1e308, "--epsilon", 1)
+    assert "--radius = 1e+308 is too large" in err and "inf" not in err
+
+
+def test_a_tiny_epsilon_releases_with_a_pure_noise_warning(tmp_path, capsys):
+    np.save(tmp_path / "x.npy", _sphere_points())
+    status, out, err = _cli(capsys, "release", "mean", tmp_path / "x.npy", *BALL,
+                            "--epsilon", 1e-300, "--seed", 0)
+    assert status == 0 and "mu must be positive" not in err
+    assert "warning: the noise scale" in err and "--epsilon" in err and '"warnings"' in out
+
+
+def test_a_radius_a_hair_below_its_bound_warns_of_pure_noise():
+    with pytest.warns(NoiseDominatesWarning, match="exceeds the diameter"):
+        rel = private_frechet_mean(Sphere(2), _sphere_points(), 1.0, NORTH, np.pi / 4 - 1e-9,
+                                   clip_data=True, rng=0)
+    assert "caveat: the noise scale" in rel.statement
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NoiseDominatesWarning)
+        private_frechet_mean(Sphere(2), _sphere_points(200), 1.0, NORTH, 0.5, rng=0)
+
+
+def test_delta_at_least_one_over_n_warns_and_delta_one_is_refused(tmp_path, capsys):
+    x = SPD(2).random_ball(np.eye(2), 0.5, 20, np.random.default_rng(0))
+    with pytest.warns(LargeDeltaWarning, match=r"delta = 0.5 is at least 1/n = 0.05"):
+        rel = private_frechet_mean(SPD(2), x, 1.0, np.eye(2), 0.5, mechanism="wrapped-gaussian",
+                                   delta=0.5, rng=0)
+    assert "caveat: delta = 0.5" in rel.statement
+    with pytest.raises(ValueError, match=r"^delta must lie in \[0, 1\)"):
+        private_frechet_mean(SPD(2), x, 1.0, np.eye(2), 0.5, mechanism="wrapped-gaussian", delta=1.0)
+    np.save(tmp_path / "s.npy", x)
+    spd = ["--manifold", "spd:2", "--center", "identity", "--radius", 0.5,
+           "--mechanism", "wrapped-gaussian", "--epsilon", 1]
+    status, out, err = _cli(capsys, "release", "mean", tmp_path / "s.npy", *spd, "--delta", 0.5)
+    assert status == 0 and "warning: --delta = 0.5 is at least 1/n" in err and "caveat: --delta" in out
+    _, _, err = _cli(capsys, "release", "mean", tmp_path / "s.npy", *spd, "--delta", 1)
+    assert "error: --delta must lie in [0, 1)" in err
+
+
+def test_weights_of_the_wrong_length_are_named():
+    with pytest.raises(ValueError, match="weights must hold one weight per record"):
+        frechet_mean(Sphere(2), _sphere_points(), weights=np.ones(3))

@@ -9,6 +9,7 @@ import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -293,10 +294,14 @@ def open_ledger(path: str | None):
     return BudgetLedger(path)
 
 
+#: Python keywords whose command-line flag is not their own name.
+FLAGS = {"rng": "--seed"}
+
+
 def flag(keyword: str) -> str:
     """The command-line flag of a Python keyword: ``clip_data=True`` -> ``--clip-data``,
-    ``x_range`` -> ``--x-range``."""
-    return "--" + keyword.removesuffix("=True").replace("_", "-")
+    ``x_range`` -> ``--x-range``, ``rng`` -> ``--seed``."""
+    return FLAGS.get(keyword, "--" + keyword.removesuffix("=True").replace("_", "-"))
 
 
 @contextmanager
@@ -314,6 +319,31 @@ def flag_spelling() -> Iterator[None]:
         raise exc.spelled(flag) from None
 
 
+@contextmanager
+def spelled_warnings() -> Iterator[list[str]]:
+    """Warnings raised in the block, printed on stderr as ``warning: ...`` (options as flags) and
+    collected, as text, into the list yielded."""
+    from .parameters import Spelled
+
+    caught: list[str] = []
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        yield caught
+    for w in records:
+        message = w.message.spelled(flag) if isinstance(w.message, Spelled) else w.message
+        print(f"warning: {message}", file=sys.stderr)
+        caught.append(str(message))
+
+
+def ledger_remaining(ledger) -> dict:
+    """The ledger's remaining budget after a release, for its JSON output ({} without one)."""
+    if ledger is None:
+        return {}
+    eps, delta = ledger.spent()
+    return {"ledger": {"remaining_epsilon": ledger.total_epsilon - eps,
+                       "remaining_delta": ledger.total_delta - delta}}
+
+
 def cmd_release_mean(args: argparse.Namespace) -> None:
     from .learn import private_frechet_mean
 
@@ -326,7 +356,7 @@ def cmd_release_mean(args: argparse.Namespace) -> None:
     if (args.rdp_alpha is None) != (args.rdp_epsilon is None):
         raise SystemExit("--rdp-alpha and --rdp-epsilon go together")
     rdp = None if args.rdp_alpha is None else (args.rdp_alpha, args.rdp_epsilon)
-    with dask_cluster(args), flag_spelling():
+    with dask_cluster(args), flag_spelling(), spelled_warnings() as caught:
         rel = private_frechet_mean(manifold, points, args.epsilon, center, radius,
                                    mechanism=args.mechanism, clip_data=args.clip_data, ledger=ledger,
                                    rng=args.seed, restrict=args.restrict, delta=args.delta,
@@ -335,8 +365,10 @@ def cmd_release_mean(args: argparse.Namespace) -> None:
                                    footpoint_budget=args.footpoint_budget, steps=args.steps,
                                    lr=args.lr, allow_approximate=args.allow_approximate,
                                    secure=args.secure)
-    emit({"manifold": repr(manifold), "data": args.data, "radius": radius,
-          "ball": origin, **rel.as_dict(diagnostics=args.diagnostics)})
+    rel = replace(rel, caveats=tuple(c.spelled(flag) for c in rel.caveats))
+    emit({"manifold": repr(manifold), "data": args.data, "radius": radius, "ball": origin,
+          "warnings": caught, **rel.as_dict(diagnostics=args.diagnostics),
+          **ledger_remaining(ledger)})
 
 
 def read_regression(source: str, manifold: Manifold | None) -> tuple[np.ndarray, np.ndarray, Manifold,
@@ -825,14 +857,16 @@ def main(argv: list[str] | None = None) -> int:
     traceback (exit 1 is left to Python for bugs)."""
     import sqlite3
 
+    from .parameters import ParameterError
     from .privacy import BudgetExceededError
-
     from .progress import showing
 
     args = build_parser().parse_args(argv)
     try:
         with showing(not getattr(args, "quiet", False)):
             args.func(args)
+    except ParameterError as exc:
+        message = f"error: {exc.spelled(flag)}"
     except (ValueError, TypeError, OSError, RuntimeError, ArithmeticError, sqlite3.Error,
             BudgetExceededError) as exc:
         message = f"error: {exc}"

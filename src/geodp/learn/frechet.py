@@ -12,7 +12,9 @@ from ..manifolds import Manifold
 from ..manifolds.base import Array, as_generator, manifold_first
 from ..mechanisms import NotNormalisableError, RiemannianLaplace
 from ..mechanisms.registry import Mechanism, lookup
+from ..parameters import ParameterError
 from ..privacy import (GDP, RDP, ApproxDP, BudgetLedger, Guarantee, PureDP, gdp_to_pure_equivalent)
+from ..privacy.conversions import check_positive
 from ..mechanisms.kng import KNormGradient, convex_proposal, sample_convex
 from ..mechanisms.laplace import SamplerInfo
 from ..mechanisms.mcmc import exact_alternatives
@@ -20,7 +22,8 @@ from ..statistics import curvature_factor, frechet_mean, frechet_mean_sensitivit
 from ..statistics.sensitivity import kng_mean_sensitivity
 from .data_ball import enforce_ball
 from .dp_rgd import dp_rsgd
-from .release import Release, reserved
+from ..manifolds.capabilities import has
+from .release import Release, delta_caveat, noise_caveat, reserved
 
 SUBSAMPLE_FRACTION = 0.05
 
@@ -34,6 +37,9 @@ def target_guarantee(name: str, notions: tuple[str, ...], epsilon, delta, mu, rd
     (``registry.NOTIONS``)."""
     given = {k for k, v in {"epsilon": epsilon, "delta": delta, "mu": mu, "rdp": rdp}.items()
              if v is not None}
+    if delta is not None and not 0 <= delta < 1:
+        raise ParameterError(f"{{delta}} must lie in [0, 1) (and below 1/n to protect anyone), "
+                             f"got {delta}", "delta")
     if given == {"epsilon"} and "epsilon" in notions:
         return PureDP(epsilon)
     if given == {"epsilon", "delta"} and "epsilon-delta" in notions and delta is not None and delta > 0:
@@ -129,6 +135,7 @@ class _Request:
     rng: np.random.Generator
     clipped: dict | int
     allow_approximate: bool
+    caveats: list[str]
 
     def label(self) -> str:
         return f"Fréchet mean ({self.spec.name}, {self.target.describe()})"
@@ -151,6 +158,7 @@ def _check_options(spec: Mechanism, manifold: Manifold, opts: _Options, center, 
     """Refuse options the mechanism does not take, before any data are read."""
     if center is None or radius is None:
         raise ValueError("center and radius of the public data ball are required")
+    check_positive("radius", radius)
     if opts.secure and not spec.secure:
         raise ValueError(f"secure=True (discrete Gaussian noise) applies to mechanism='dp-rgd' only; "
                          f"the {spec.name} mechanism has no secure sampler")
@@ -275,6 +283,9 @@ def _output_law(req: _Request, opts: _Options):
             fp_mech.check_exact(req.rng)
     tangent = req.sensitivity if opts.tangent_sensitivity is None else opts.tangent_sensitivity
     scale = spec.calibrate(main, tangent, restrict=opts.restrict)
+    diameter = manifold.diameter if has(manifold, "diameter") else float("inf")
+    noise = noise_caveat(scale, req.radius, diameter)
+    req.caveats.extend([noise] if noise else [])
     params = {"n": req.n, "radius": req.radius, "restricted_to_ball": opts.restrict}
     if spec.takes_footpoint:
         params.update(tangent_sensitivity=tangent, main_guarantee=main.describe())
@@ -423,14 +434,19 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
     if opts.footpoint is not None and opts.footpoint != "private":
         manifold.check_point(opts.footpoint)
     x, n = _records(manifold, points)
-    sensitivity = frechet_mean_sensitivity(manifold, radius, n)
+    sensitivity = frechet_mean_sensitivity(manifold, float(radius), n)
+    if not np.isfinite(sensitivity):
+        raise ParameterError(f"{{radius}} = {float(radius):g} is too large: the sensitivity it "
+                             f"implies overflows double precision; choose a smaller {{radius}}",
+                             "radius")
     if opts.tangent_sensitivity is not None and not 0 < opts.tangent_sensitivity <= sensitivity:
         raise ValueError(f"tangent_sensitivity must lie in (0, Delta = {sensitivity:.6g}]: Log_p0 "
                          f"is a contraction, so Delta always bounds it; got {tangent_sensitivity}")
     x, clipped = enforce_ball(manifold, x, center, radius, clip_data)
     req = _Request(spec, manifold, x, n, center, float(radius), target, sensitivity, ledger,
                    as_generator(rng), {"records_clipped": clipped, "fraction": clipped / n}
-                   if clipped else clipped, allow_approximate)
-    if spec.perturbs == "output":
-        return _output_mean(req, opts)
-    return _OBJECTIVE_RELEASES[spec.name](req, opts)
+                   if clipped else clipped, allow_approximate, [])
+    large_delta = delta_caveat(getattr(target, "delta", None), n)
+    req.caveats.extend([large_delta] if large_delta else [])
+    release = (_output_mean if spec.perturbs == "output" else _OBJECTIVE_RELEASES[spec.name])(req, opts)
+    return replace(release, caveats=tuple(req.caveats))

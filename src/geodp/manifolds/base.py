@@ -551,6 +551,9 @@ def as_generator(rng: np.random.Generator | int | None) -> np.random.Generator:
     """A ``numpy.random.Generator`` from a generator, a seed, or fresh OS entropy."""
     if isinstance(rng, np.random.Generator):
         return rng
-    if rng is None or isinstance(rng, (int, np.integer)):
+    if rng is None or (isinstance(rng, (int, np.integer)) and not isinstance(rng, bool) and rng >= 0):
         return np.random.default_rng(rng)
-    raise TypeError(f"rng must be a numpy.random.Generator, an int seed or None, got {rng!r}")
+    from ..parameters import ParameterError
+
+    raise ParameterError(f"{{rng}} must be a non-negative integer seed (or, from Python, a "
+                         f"numpy.random.Generator or None), got {rng!r}", "rng")

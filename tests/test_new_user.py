@@ -177,3 +177,31 @@ def test_delta_at_least_one_over_n_warns_and_delta_one_is_refused(tmp_path, caps
 def test_weights_of_the_wrong_length_are_named():
     with pytest.raises(ValueError, match="weights must hold one weight per record"):
         frechet_mean(Sphere(2), _sphere_points(), weights=np.ones(3))
+
+
+# ---------------------------------------------------------------- the budget ledger
+def test_a_read_only_ledger_is_not_called_foreign(tmp_path, capsys, monkeypatch):
+    import os
+
+    import geodp.privacy.ledger as ledger_module
+
+    ledger = tmp_path / "l.db"
+    assert _cli(capsys, "budget", "init", "--ledger", ledger, "--epsilon", 5)[0] == 0
+    real_access = os.access
+    monkeypatch.setattr(ledger_module.os, "access",
+                        lambda p, mode: False if str(p) == str(tmp_path) else real_access(p, mode))
+    _, _, err = _cli(capsys, "budget", "show", "--ledger", ledger)
+    assert "cannot be written" in err and "is read-only" in err and "not a geodp" not in err
+
+
+def test_every_release_with_a_ledger_prints_the_remaining_budget(tmp_path, capsys):
+    import json
+
+    ledger = tmp_path / "l.db"
+    _cli(capsys, "budget", "init", "--ledger", ledger, "--epsilon", 5)
+    np.save(tmp_path / "x.npy", _sphere_points())
+    status, out, err = _cli(capsys, "release", "mean", tmp_path / "x.npy", *BALL, "--epsilon", 1,
+                            "--ledger", ledger, "--seed", 0)
+    assert status == 0, err
+    assert json.loads(out)["ledger"] == {"remaining_epsilon": pytest.approx(4.0),
+                                         "remaining_delta": 0.0}

@@ -429,7 +429,7 @@ def cmd_release_regression(args: argparse.Namespace) -> None:
                                           max_steps=args.max_steps,
                                           allow_approximate=args.allow_approximate)
     emit({"manifold": repr(manifold), "data": args.data, "n": len(x),
-          **rel.as_dict(diagnostics=args.diagnostics)})
+          **rel.as_dict(diagnostics=args.diagnostics), **ledger_remaining(ledger)})
 
 
 PCA_SPACES = ("sphere:{last} (the leading eigenvector) or grassmann:{d}xK (the top-K principal "
@@ -482,12 +482,13 @@ def cmd_release_pca(args: argparse.Namespace) -> None:
                          f"rows have length {d}: pass --manifold "
                          f"{PCA_SPACES.format(last=d - 1, d=d)}")
     estimator = private_pca if len(shape) == 1 else private_principal_subspace
+    ledger = open_ledger(args.ledger)
     with flag_spelling():
         rel = estimator(manifold, points, args.epsilon, args.delta, args.norm_bound,
                         steps=args.steps, lr=args.lr, clip_data=args.clip_data, rng=args.seed,
-                        ledger=open_ledger(args.ledger), secure=args.secure)
+                        ledger=ledger, secure=args.secure)
     emit({"manifold": repr(manifold), "data": args.data, "dimension": d,
-          **rel.as_dict(diagnostics=args.diagnostics)})
+          **rel.as_dict(diagnostics=args.diagnostics), **ledger_remaining(ledger)})
 
 
 def _audit_claim(args: argparse.Namespace, notions: tuple[str, ...]):

@@ -205,3 +205,27 @@ def test_every_release_with_a_ledger_prints_the_remaining_budget(tmp_path, capsy
     assert status == 0, err
     assert json.loads(out)["ledger"] == {"remaining_epsilon": pytest.approx(4.0),
                                          "remaining_delta": 0.0}
+
+
+# ---------------------------------------------------------------- options without effect
+@pytest.mark.parametrize("flag, keyword, value", [("--footpoint-budget", "footpoint_budget", 0.3),
+                                                  ("--steps", "steps", 5), ("--lr", "lr", 0.7)])
+def test_options_without_effect_are_refused(tmp_path, capsys, flag, keyword, value):
+    np.save(tmp_path / "x.npy", _sphere_points())
+    status, _, err = _cli(capsys, "release", "mean", tmp_path / "x.npy", *BALL, "--epsilon", 1,
+                          flag, value)
+    assert status == 2 and f"error: {flag} applies to" in err and "leave it out" in err
+    if keyword != "lr":  # the Python default 0.7 cannot be told from an explicit 0.7
+        with pytest.raises(ValueError, match=f"^{keyword} applies to"):
+            private_frechet_mean(Sphere(2), _sphere_points(), 1.0, NORTH, 0.5, **{keyword: value})
+
+
+def test_option_values_are_validated_and_named(tmp_path, capsys):
+    np.save(tmp_path / "x.npy", _sphere_points())
+    dp_rgd = ["--mechanism", "dp-rgd", "--epsilon", 1, "--delta", 1e-5]
+    _, _, err = _cli(capsys, "release", "mean", tmp_path / "x.npy", *BALL, *dp_rgd, "--steps", 0)
+    assert "error: --steps must be a positive integer" in err
+    with pytest.raises(ValueError, match="^footpoint_budget must lie in"):
+        private_frechet_mean(SPD(2), SPD(2).random_ball(np.eye(2), 0.5, 20, np.random.default_rng(0)),
+                             1.0, np.eye(2), 0.5, mechanism="wrapped-laplace", footpoint="private",
+                             footpoint_budget=1.5)

@@ -346,6 +346,7 @@ def ledger_remaining(ledger) -> dict:
 
 def cmd_release_mean(args: argparse.Namespace) -> None:
     from .learn import private_frechet_mean
+    from .learn.frechet import unused_options
 
     points, manifold = read_points(args.data, _manifold_arg(args.manifold), _distributed(args))
     center, radius, origin = public_ball(args, manifold)
@@ -356,15 +357,19 @@ def cmd_release_mean(args: argparse.Namespace) -> None:
     if (args.rdp_alpha is None) != (args.rdp_epsilon is None):
         raise SystemExit("--rdp-alpha and --rdp-epsilon go together")
     rdp = None if args.rdp_alpha is None else (args.rdp_alpha, args.rdp_epsilon)
+    given = {k: getattr(args, k) for k in ("footpoint_budget", "steps", "lr")
+             if getattr(args, k) is not None}
+    refusal = unused_options(args.mechanism, set(given), footpoint)
+    if refusal is not None:
+        raise refusal
     with dask_cluster(args), flag_spelling(), spelled_warnings() as caught:
         rel = private_frechet_mean(manifold, points, args.epsilon, center, radius,
                                    mechanism=args.mechanism, clip_data=args.clip_data, ledger=ledger,
                                    rng=args.seed, restrict=args.restrict, delta=args.delta,
                                    mu=args.mu, rdp=rdp, footpoint=footpoint,
                                    tangent_sensitivity=args.tangent_sensitivity,
-                                   footpoint_budget=args.footpoint_budget, steps=args.steps,
-                                   lr=args.lr, allow_approximate=args.allow_approximate,
-                                   secure=args.secure)
+                                   allow_approximate=args.allow_approximate, secure=args.secure,
+                                   **given)
     rel = replace(rel, caveats=tuple(c.spelled(flag) for c in rel.caveats))
     emit({"manifold": repr(manifold), "data": args.data, "radius": radius, "ball": origin,
           "warnings": caught, **rel.as_dict(diagnostics=args.diagnostics),
@@ -712,15 +717,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--epsilon", type=float, help="epsilon of epsilon-DP or (epsilon, delta)-DP")
     p.add_argument("--delta", type=float,
                    help="delta of (epsilon, delta)-DP (wrapped-gaussian, dp-rgd)")
-    p.add_argument("--steps", type=int, default=3, help="dp-rgd: gradient steps (default 3)")
-    p.add_argument("--lr", type=float, default=0.7, help="dp-rgd: step size (default 0.7)")
+    p.add_argument("--steps", type=int, help="dp-rgd: gradient steps (default 3)")
+    p.add_argument("--lr", type=float, help="dp-rgd: step size (default 0.7)")
     p.add_argument("--mu", type=float, help="mu of mu-GDP (wrapped-gaussian)")
     p.add_argument("--rdp-alpha", type=float, help="order alpha of (alpha, eps)-RDP")
     p.add_argument("--rdp-epsilon", type=float, help="eps of (alpha, eps)-RDP")
     p.add_argument("--footpoint", help="wrapped mechanisms: public footpoint ('identity', JSON or "
                                        ".npy; default: the center) or 'private'")
-    p.add_argument("--footpoint-budget", type=float, default=0.1,
-                   help="share of the budget spent on a private footpoint (default 0.1)")
+    p.add_argument("--footpoint-budget", type=float,
+                   help="--footpoint private: share of the budget spent on the footpoint "
+                        "(default 0.1)")
     p.add_argument("--tangent-sensitivity", type=float,
                    help="a proven bound on |Log_p0 f(D) - Log_p0 f(D')| (default: Delta)")
     p.add_argument("--center", help="public center of the data ball: 'identity', JSON or .npy")

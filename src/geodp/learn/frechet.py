@@ -14,7 +14,7 @@ from ..mechanisms import NotNormalisableError, RiemannianLaplace
 from ..mechanisms.registry import Mechanism, lookup
 from ..parameters import ParameterError
 from ..privacy import (GDP, RDP, ApproxDP, BudgetLedger, Guarantee, PureDP, gdp_to_pure_equivalent)
-from ..privacy.conversions import check_positive
+from ..privacy.conversions import check_count, check_number, check_positive
 from ..mechanisms.kng import KNormGradient, convex_proposal, sample_convex
 from ..mechanisms.laplace import SamplerInfo
 from ..mechanisms.mcmc import exact_alternatives
@@ -154,11 +154,46 @@ class _Options:
     secure: bool = False
 
 
+def unused_options(mechanism: str, given: set[str], footpoint) -> ParameterError | None:
+    """The refusal of the first option in ``given`` (Python keywords) that has no effect with
+    ``mechanism`` and ``footpoint``, or None: ``footpoint_budget`` without a private footpoint,
+    ``steps`` and ``lr`` outside DP-RGD. The command line passes the options given explicitly,
+    ``private_frechet_mean`` those that differ from their defaults."""
+    spec = lookup(mechanism)
+    needs = {"footpoint_budget": (footpoint == "private", "a private footpoint ({footpoint} "
+                                                           "'private')"),
+             "steps": (spec.name == "dp-rgd", "{mechanism} 'dp-rgd'"),
+             "lr": (spec.name == "dp-rgd", "{mechanism} 'dp-rgd'")}
+    for keyword, (used, condition) in needs.items():
+        if keyword in given and not used:
+            return ParameterError(f"{{{keyword}}} applies to {condition} only; it would have no "
+                                  f"effect on this '{spec.name}' release: leave it out", keyword,
+                                  "mechanism", "footpoint")
+    return None
+
+
 def _check_options(spec: Mechanism, manifold: Manifold, opts: _Options, center, radius) -> None:
-    """Refuse options the mechanism does not take, before any data are read."""
+    """Refuse options the mechanism does not take and invalid values, before any data are read."""
     if center is None or radius is None:
         raise ValueError("center and radius of the public data ball are required")
     check_positive("radius", radius)
+    defaults = _Options()
+    given = {k for k in ("footpoint_budget", "steps", "lr")
+             if getattr(opts, k) != getattr(defaults, k)}
+    refusal = unused_options(spec.name, given, opts.footpoint)
+    if refusal is not None:
+        raise refusal
+    if not 0 < check_number("footpoint_budget", opts.footpoint_budget) < 1:
+        raise ParameterError(f"{{footpoint_budget}} must lie in (0, 1), got {opts.footpoint_budget}",
+                             "footpoint_budget")
+    for keyword, check in (("steps", lambda v: check_count("steps", v, 1)),
+                           ("lr", lambda v: check_positive("lr", v))):
+        try:
+            check(getattr(opts, keyword))
+        except (TypeError, ValueError):
+            raise ParameterError(f"{{{keyword}}} must be a positive "
+                                 f"{'integer' if keyword == 'steps' else 'finite number'}, got "
+                                 f"{getattr(opts, keyword)!r}", keyword) from None
     if opts.secure and not spec.secure:
         raise ValueError(f"secure=True (discrete Gaussian noise) applies to mechanism='dp-rgd' only; "
                          f"the {spec.name} mechanism has no secure sampler")

@@ -229,3 +229,15 @@ def test_option_values_are_validated_and_named(tmp_path, capsys):
         private_frechet_mean(SPD(2), SPD(2).random_ball(np.eye(2), 0.5, 20, np.random.default_rng(0)),
                              1.0, np.eye(2), 0.5, mechanism="wrapped-laplace", footpoint="private",
                              footpoint_budget=1.5)
+
+
+# ---------------------------------------------------------------- audits and Fréchet means
+def test_an_audit_with_too_few_samples_is_inconclusive(capsys):
+    import json
+
+    for samples in (10, 100):
+        status, out, _ = _cli(capsys, "audit", "laplace", "--epsilon", 1, "--samples", samples,
+                              "--seed", 0)
+        assert status == 0 and json.loads(out)["verdict"].startswith("inconclusive")
+    _, out, _ = _cli(capsys, "audit", "laplace", "--epsilon", 1, "--samples", 5000, "--seed", 0)
+    assert json.loads(out)["verdict"] == "consistent with the claim"

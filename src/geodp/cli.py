@@ -520,15 +520,31 @@ def _audit_claim(args: argparse.Namespace, notions: tuple[str, ...]):
     return target, {"epsilon": target.epsilon}, {}
 
 
-def _audited(claim: dict, result) -> tuple[float, float]:
-    """The audited lower bound in the claim's own notion, and the claimed value."""
+def _audited(claim: dict, result) -> tuple[float, float, float]:
+    """The audited lower bound in the claim's own notion, the claimed value, and the largest
+    bound in that notion that a run of this many samples could certify (``AuditResult.ceiling``)."""
+    eps, mu, delta, rdp = result.ceiling
     if "mu" in claim:
-        return result.mu_lower, claim["mu"]
+        return result.mu_lower, claim["mu"], mu
     if "rdp_alpha" in claim:
-        return result.rdp_lower, claim["rdp_epsilon"]
+        return result.rdp_lower, claim["rdp_epsilon"], rdp
     if "delta" in claim:
-        return result.delta_lower, claim["delta"]
-    return result.epsilon_lower, claim["epsilon"]
+        return result.delta_lower, claim["delta"], delta
+    return result.epsilon_lower, claim["epsilon"], eps
+
+
+def verdict(audited: float, claimed: float, ceiling: float, zero_informs: bool) -> str:
+    """The audit's verdict: a violation when the certified lower bound exceeds the claim;
+    inconclusive when even the most separated outcome of this many samples could not certify a
+    bound above the claim (the test has no power there), or when the bound is 0 in a notion
+    where any mechanism with noise worth auditing leaves a positive one (epsilon, mu, RDP; not
+    delta, which is 0 for honest mechanisms at small claims); consistent otherwise."""
+    if audited > claimed:
+        return "VIOLATED: the audited lower bound exceeds the claim"
+    if ceiling <= claimed or (audited == 0 and not zero_informs):
+        return (f"inconclusive: the lower bound is {audited:.3g} and no outcome of this many "
+                f"--samples could certify more than {ceiling:.3g}; raise --samples")
+    return "consistent with the claim"
 
 
 def cmd_audit(args: argparse.Namespace) -> None:
@@ -588,11 +604,10 @@ def cmd_audit(args: argparse.Namespace) -> None:
         statistic = projection_statistic(manifold, center, direction)
     result = audit_mechanism(first, second, statistic, args.samples, args.confidence, rng=args.seed,
                              **options)
-    audited, claimed = _audited(claim, result)
+    audited, claimed, ceiling = _audited(claim, result)
     emit({"mechanism": args.mechanism, "manifold": repr(manifold), "sensitivity": sensitivity,
           "claimed": claim, "audited_lower_bound": audited, **result.as_dict(),
-          "verdict": "consistent with the claim" if audited <= claimed else
-          "VIOLATED: the audited lower bound exceeds the claim"})
+          "largest_certifiable_bound": ceiling, "verdict": verdict(audited, claimed, ceiling, "delta" in claim)})
 
 
 def cmd_reproduce(args: argparse.Namespace) -> None:

@@ -241,3 +241,12 @@ def test_an_audit_with_too_few_samples_is_inconclusive(capsys):
         assert status == 0 and json.loads(out)["verdict"].startswith("inconclusive")
     _, out, _ = _cli(capsys, "audit", "laplace", "--epsilon", 1, "--samples", 5000, "--seed", 0)
     assert json.loads(out)["verdict"] == "consistent with the claim"
+
+
+def test_antipodal_data_say_the_mean_is_not_unique_once():
+    x = np.array([[0.0, 0.0, 1.0], [0.0, 0.0, -1.0]])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(ValueError, match="mean of these data is not unique") as info:
+            frechet_mean(Sphere(2), x)
+    assert not caught and "overflow" not in str(info.value)

@@ -70,7 +70,7 @@ class Stiefel(Manifold):
     blockwise = False
 
     def __init__(self, n: int, k: int):
-        n, k = integer_size(n, "n"), integer_size(k, "k")
+        n, k = integer_size(n, "n", minimum=0), integer_size(k, "k", minimum=0)
         if not 1 <= k <= n:
             raise ValueError(f"Stiefel(n, k) needs 1 <= k <= n, got n={n}, k={k}")
         self.n, self.k = n, k

@@ -47,6 +47,9 @@ class AuditResult:
     confidence: float
     events: int
     rdp_lower: float | None = None
+    ceiling: tuple[float, float, float | None, float | None] | None = None
+    """The (epsilon, mu, delta, RDP) bounds of the most separated outcome these samples allow:
+    no run of this size can certify more, so a claim at or above it cannot be tested."""
 
     def as_dict(self) -> dict:
         return {"epsilon_lower": self.epsilon_lower, "mu_lower": self.mu_lower,
@@ -99,6 +102,17 @@ def audit_mechanism(sample_d: Sampler, sample_d_prime: Sampler, statistic: Calla
     k_second = np.concatenate([above2, below2])
     events = len(k_first)
     level = (1 - confidence) / (4 * events)  # two bounds per event and direction
+    bounds = _lower_bounds(k_first, k_second, n, level, delta, delta_at_epsilon, rdp_order)
+    # the most separated outcome (an event every draw on D hits and none on D' does)
+    ceiling = _lower_bounds(np.array([n]), np.array([0]), n, level, delta, delta_at_epsilon, rdp_order)
+    return AuditResult(*bounds[:3], n, confidence, events, bounds[3], ceiling=ceiling)
+
+
+def _lower_bounds(k_first: Array, k_second: Array, n: int, level: float, delta: float,
+                  delta_at_epsilon: float | None, rdp_order: float | None
+                  ) -> tuple[float, float, float | None, float | None]:
+    """(epsilon, mu, delta, RDP) lower bounds from the counts of events among n draws on each
+    input, each count bounded by Clopper-Pearson at ``level``, in both directions."""
     low1, high1 = clopper_pearson(k_first, n, level)
     low2, high2 = clopper_pearson(k_second, n, level)
     eps = -np.inf
@@ -118,9 +132,8 @@ def audit_mechanism(sample_d: Sampler, sample_d_prime: Sampler, statistic: Calla
             with np.errstate(divide="ignore"):
                 bound = rdp_order / (rdp_order - 1) * np.log(p_low) - np.log(q_high)
             rdp = max(rdp, float(np.max(bound)))
-    return AuditResult(max(eps, 0.0), max(mu, 0.0),
-                       None if delta_at_epsilon is None else max(dlt, 0.0), n, confidence, events,
-                       None if rdp_order is None else max(rdp, 0.0))
+    return (max(eps, 0.0), max(mu, 0.0), None if delta_at_epsilon is None else max(dlt, 0.0),
+            None if rdp_order is None else max(rdp, 0.0))
 
 
 def neighbouring_footpoints(manifold: Manifold, center: Array,

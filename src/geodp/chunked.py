@@ -60,7 +60,11 @@ class InMemorySample:
         if weights is None:
             self.weights = np.full(self.batch + (self.n,), 1.0 / self.n)
         else:
-            w = np.broadcast_to(np.asarray(weights, dtype=float), self.batch + (self.n,))
+            w = np.asarray(weights, dtype=float)
+            if w.shape[-1:] != (self.n,):
+                raise ValueError(f"weights must hold one weight per record: {self.n} along its "
+                                 f"last axis, got shape {w.shape}")
+            w = np.broadcast_to(w, self.batch + (self.n,))
             if np.any(w < 0) or not np.all(np.isfinite(w)):
                 raise ValueError("weights must be finite and non-negative")
             self.weights = w / w.sum(axis=-1, keepdims=True)

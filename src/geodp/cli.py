@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -54,7 +56,8 @@ def read_points(source: str, manifold: Manifold | None, chunked: bool = False
     One record is one point, never reshaped across rows: a CSV file has one point per row, its
     ``prod(point_shape)`` values in row-major order; a .npy array has shape (n, *point_shape).
     Anything else is refused with the shapes found and expected (a record split over two
-    "points" would void the stated guarantee).
+    "points" would void the stated guarantee). A float32 array keeps its dtype, so that
+    ``Manifold.check_point`` judges it at its own precision.
     """
     not_chunked = ("error: --scheduler and --workers read chunked inputs: a .npy file, a "
                    "directory of .npy files or a Zarr array")
@@ -71,33 +74,74 @@ def read_points(source: str, manifold: Manifold | None, chunked: bool = False
                          f"({', '.join(datasets.names())})")
     if manifold is None:
         raise SystemExit("error: --manifold is required when reading points from a file")
-    shape = manifold.point_shape
     if chunked:
-        if path.suffix == ".csv":
-            raise SystemExit(not_chunked)
-        points = datasets.open_chunked(source)
-        if points.ndim != len(shape) + 1 or points.shape[1:] != shape:
-            raise SystemExit(f"error: {source!r} holds records of shape {points.shape[1:]}; "
-                             f"{manifold!r} needs {shape}: one point per record")
-        return points, manifold
-    size = int(np.prod(shape))
+        return _read_chunked(source, manifold), manifold
+    if path.is_dir():
+        raise SystemExit(f"error: {source!r} is a directory; give a .npy or .csv file (a directory "
+                         f"of .npy files is read chunked, with --workers or --scheduler)")
     if path.suffix == ".npy":
-        try:
-            x = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise SystemExit(f"error: cannot read {source!r} as a .npy array: {exc}") from None
-        if x.shape[1:] != shape or x.ndim != len(shape) + 1:
-            raise SystemExit(f"error: {source!r} holds an array of shape {x.shape}; {manifold!r} "
-                             f"needs (n, {', '.join(map(str, shape))}): one point per record")
-        return np.asarray(x, dtype=float), manifold
-    if path.suffix != ".csv":
+        x = _read_npy(source, manifold.point_shape)
+    elif path.suffix == ".csv":
+        x = _read_csv(source, manifold)
+    else:
         raise SystemExit(f"error: unsupported file type {path.suffix!r}: use .npy or .csv")
-    rows = [line for line in path.read_text().splitlines() if line.strip()]
+    _refuse_non_finite(source, x, path.suffix == ".csv")
+    return x, manifold
+
+
+def _read_chunked(source: str, manifold: Manifold):
+    """A lazy dask array of the records at ``source`` (see ``read_points``)."""
+    shape = manifold.point_shape
+    if Path(source).suffix == ".csv":
+        raise SystemExit("error: --scheduler and --workers read chunked inputs: a .npy file, a "
+                         "directory of .npy files or a Zarr array")
+    try:
+        points = datasets.open_chunked(source)
+    except ImportError:
+        raise SystemExit("error: --scheduler and --workers need Dask, which is not installed: "
+                         "pip install 'geodp[dask]'") from None
+    if points.ndim != len(shape) + 1 or points.shape[1:] != shape:
+        raise SystemExit(f"error: {source!r} holds records of shape {points.shape[1:]}; "
+                         f"{manifold!r} needs {shape}: one point per record")
+    return points
+
+
+def _read_npy(source: str, shape: tuple[int, ...]) -> np.ndarray:
+    """The (n, *shape) array of a .npy file, float64 or float32 (kept, see ``read_points``)."""
+    try:
+        x = np.load(source, allow_pickle=False)
+    except EOFError:
+        raise SystemExit(f"error: {source!r} is empty (zero bytes): not a .npy array") from None
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"error: cannot read {source!r} as a .npy array: {exc}") from None
+    if x.shape[1:] != shape or x.ndim != len(shape) + 1:
+        raise SystemExit(f"error: {source!r} holds an array of shape {x.shape}; the manifold "
+                         f"needs (n, {', '.join(map(str, shape))}): one point per record")
+    if not np.issubdtype(x.dtype, np.number) or np.iscomplexobj(x):
+        raise SystemExit(f"error: {source!r} holds {x.dtype} values; points are real numbers")
+    return x if x.dtype == np.float32 else np.asarray(x, dtype=float)
+
+
+def csv_rows(source: str) -> list[list[str]]:
+    """The non-blank rows of a CSV file as lists of fields: a UTF-8 byte-order mark is dropped and
+    quoted fields ("0.5") are unquoted."""
+    try:
+        text = Path(source).read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise SystemExit(f"error: {source!r} is not a UTF-8 text file") from None
+    return [[f.strip() for f in row] for row in csv.reader(text.splitlines())
+            if any(f.strip() for f in row)]
+
+
+def _read_csv(source: str, manifold: Manifold) -> np.ndarray:
+    """The records of a CSV file, one point per row (see ``read_points``)."""
+    shape = manifold.point_shape
+    size = int(np.prod(shape))
+    rows = csv_rows(source)
     if not rows:
         raise SystemExit(f"error: {source!r} is empty")
     values = []
-    for number, line in enumerate(rows, start=1):
-        fields = line.split(",")
+    for number, fields in enumerate(rows, start=1):
         if len(fields) != size:
             raise SystemExit(
                 f"error: {source!r} row {number} has {len(fields)} comma-separated values; "
@@ -105,9 +149,19 @@ def read_points(source: str, manifold: Manifold | None, chunked: bool = False
         try:
             values.append([float(v) for v in fields])
         except ValueError:
-            raise SystemExit(f"error: {source!r} row {number} is not numeric ({line[:60]!r}); "
-                             f"a header line is not allowed") from None
-    return np.array(values).reshape((-1,) + shape), manifold
+            raise SystemExit(f"error: {source!r} row {number} is not numeric; a header line is "
+                             f"not allowed") from None
+    return np.array(values).reshape((-1,) + shape)
+
+
+def _refuse_non_finite(source: str, x: np.ndarray, csv_file: bool) -> None:
+    """Name the first record holding a NaN or an infinity: its CSV row (from 1) or .npy index."""
+    bad = ~np.isfinite(x.reshape(len(x), -1)).all(axis=1)
+    if np.any(bad):
+        first = int(np.argmax(bad))
+        where = f"row {first + 1}" if csv_file else f"record {first} (index from 0)"
+        raise SystemExit(f"error: {source!r} {where} contains NaN or infinite values; remove "
+                         f"or repair the records that do")
 
 
 def _manifold_arg(spec: str | None) -> Manifold | None:
@@ -240,10 +294,14 @@ def open_ledger(path: str | None):
     return BudgetLedger(path)
 
 
+#: Python keywords whose command-line flag is not their own name.
+FLAGS = {"rng": "--seed"}
+
+
 def flag(keyword: str) -> str:
     """The command-line flag of a Python keyword: ``clip_data=True`` -> ``--clip-data``,
-    ``x_range`` -> ``--x-range``."""
-    return "--" + keyword.removesuffix("=True").replace("_", "-")
+    ``x_range`` -> ``--x-range``, ``rng`` -> ``--seed``."""
+    return FLAGS.get(keyword, "--" + keyword.removesuffix("=True").replace("_", "-"))
 
 
 @contextmanager
@@ -261,8 +319,34 @@ def flag_spelling() -> Iterator[None]:
         raise exc.spelled(flag) from None
 
 
+@contextmanager
+def spelled_warnings() -> Iterator[list[str]]:
+    """Warnings raised in the block, printed on stderr as ``warning: ...`` (options as flags) and
+    collected, as text, into the list yielded."""
+    from .parameters import Spelled
+
+    caught: list[str] = []
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        yield caught
+    for w in records:
+        message = w.message.spelled(flag) if isinstance(w.message, Spelled) else w.message
+        print(f"warning: {message}", file=sys.stderr)
+        caught.append(str(message))
+
+
+def ledger_remaining(ledger) -> dict:
+    """The ledger's remaining budget after a release, for its JSON output ({} without one)."""
+    if ledger is None:
+        return {}
+    eps, delta = ledger.spent()
+    return {"ledger": {"remaining_epsilon": ledger.total_epsilon - eps,
+                       "remaining_delta": ledger.total_delta - delta}}
+
+
 def cmd_release_mean(args: argparse.Namespace) -> None:
     from .learn import private_frechet_mean
+    from .learn.frechet import unused_options
 
     points, manifold = read_points(args.data, _manifold_arg(args.manifold), _distributed(args))
     center, radius, origin = public_ball(args, manifold)
@@ -273,17 +357,23 @@ def cmd_release_mean(args: argparse.Namespace) -> None:
     if (args.rdp_alpha is None) != (args.rdp_epsilon is None):
         raise SystemExit("--rdp-alpha and --rdp-epsilon go together")
     rdp = None if args.rdp_alpha is None else (args.rdp_alpha, args.rdp_epsilon)
-    with dask_cluster(args), flag_spelling():
+    given = {k: getattr(args, k) for k in ("footpoint_budget", "steps", "lr")
+             if getattr(args, k) is not None}
+    refusal = unused_options(args.mechanism, set(given), footpoint)
+    if refusal is not None:
+        raise refusal
+    with dask_cluster(args), flag_spelling(), spelled_warnings() as caught:
         rel = private_frechet_mean(manifold, points, args.epsilon, center, radius,
                                    mechanism=args.mechanism, clip_data=args.clip_data, ledger=ledger,
                                    rng=args.seed, restrict=args.restrict, delta=args.delta,
                                    mu=args.mu, rdp=rdp, footpoint=footpoint,
                                    tangent_sensitivity=args.tangent_sensitivity,
-                                   footpoint_budget=args.footpoint_budget, steps=args.steps,
-                                   lr=args.lr, allow_approximate=args.allow_approximate,
-                                   secure=args.secure)
-    emit({"manifold": repr(manifold), "data": args.data, "radius": radius,
-          "ball": origin, **rel.as_dict(diagnostics=args.diagnostics)})
+                                   allow_approximate=args.allow_approximate, secure=args.secure,
+                                   **given)
+    rel = replace(rel, caveats=tuple(c.spelled(flag) for c in rel.caveats))
+    emit({"manifold": repr(manifold), "data": args.data, "radius": radius, "ball": origin,
+          "warnings": caught, **rel.as_dict(diagnostics=args.diagnostics),
+          **ledger_remaining(ledger)})
 
 
 def read_regression(source: str, manifold: Manifold | None) -> tuple[np.ndarray, np.ndarray, Manifold,
@@ -344,7 +434,7 @@ def cmd_release_regression(args: argparse.Namespace) -> None:
                                           max_steps=args.max_steps,
                                           allow_approximate=args.allow_approximate)
     emit({"manifold": repr(manifold), "data": args.data, "n": len(x),
-          **rel.as_dict(diagnostics=args.diagnostics)})
+          **rel.as_dict(diagnostics=args.diagnostics), **ledger_remaining(ledger)})
 
 
 PCA_SPACES = ("sphere:{last} (the leading eigenvector) or grassmann:{d}xK (the top-K principal "
@@ -365,7 +455,7 @@ def _row_length(source: str) -> int:
                              f"{shape}, not one vector per row")
         return shape[1]
     if path.suffix == ".csv" and path.exists():
-        return len(next((line for line in path.read_text().splitlines() if line.strip()), "").split(","))
+        return len(next(iter(csv_rows(source)), [""]))
     return 1
 
 
@@ -397,12 +487,13 @@ def cmd_release_pca(args: argparse.Namespace) -> None:
                          f"rows have length {d}: pass --manifold "
                          f"{PCA_SPACES.format(last=d - 1, d=d)}")
     estimator = private_pca if len(shape) == 1 else private_principal_subspace
+    ledger = open_ledger(args.ledger)
     with flag_spelling():
         rel = estimator(manifold, points, args.epsilon, args.delta, args.norm_bound,
                         steps=args.steps, lr=args.lr, clip_data=args.clip_data, rng=args.seed,
-                        ledger=open_ledger(args.ledger), secure=args.secure)
+                        ledger=ledger, secure=args.secure)
     emit({"manifold": repr(manifold), "data": args.data, "dimension": d,
-          **rel.as_dict(diagnostics=args.diagnostics)})
+          **rel.as_dict(diagnostics=args.diagnostics), **ledger_remaining(ledger)})
 
 
 def _audit_claim(args: argparse.Namespace, notions: tuple[str, ...]):
@@ -429,15 +520,31 @@ def _audit_claim(args: argparse.Namespace, notions: tuple[str, ...]):
     return target, {"epsilon": target.epsilon}, {}
 
 
-def _audited(claim: dict, result) -> tuple[float, float]:
-    """The audited lower bound in the claim's own notion, and the claimed value."""
+def _audited(claim: dict, result) -> tuple[float, float, float]:
+    """The audited lower bound in the claim's own notion, the claimed value, and the largest
+    bound in that notion that a run of this many samples could certify (``AuditResult.ceiling``)."""
+    eps, mu, delta, rdp = result.ceiling
     if "mu" in claim:
-        return result.mu_lower, claim["mu"]
+        return result.mu_lower, claim["mu"], mu
     if "rdp_alpha" in claim:
-        return result.rdp_lower, claim["rdp_epsilon"]
+        return result.rdp_lower, claim["rdp_epsilon"], rdp
     if "delta" in claim:
-        return result.delta_lower, claim["delta"]
-    return result.epsilon_lower, claim["epsilon"]
+        return result.delta_lower, claim["delta"], delta
+    return result.epsilon_lower, claim["epsilon"], eps
+
+
+def verdict(audited: float, claimed: float, ceiling: float, zero_informs: bool) -> str:
+    """The audit's verdict: a violation when the certified lower bound exceeds the claim;
+    inconclusive when even the most separated outcome of this many samples could not certify a
+    bound above the claim (the test has no power there), or when the bound is 0 in a notion
+    where any mechanism with noise worth auditing leaves a positive one (epsilon, mu, RDP; not
+    delta, which is 0 for honest mechanisms at small claims); consistent otherwise."""
+    if audited > claimed:
+        return "VIOLATED: the audited lower bound exceeds the claim"
+    if ceiling <= claimed or (audited == 0 and not zero_informs):
+        return (f"inconclusive: the lower bound is {audited:.3g} and no outcome of this many "
+                f"--samples could certify more than {ceiling:.3g}; raise --samples")
+    return "consistent with the claim"
 
 
 def cmd_audit(args: argparse.Namespace) -> None:
@@ -497,11 +604,10 @@ def cmd_audit(args: argparse.Namespace) -> None:
         statistic = projection_statistic(manifold, center, direction)
     result = audit_mechanism(first, second, statistic, args.samples, args.confidence, rng=args.seed,
                              **options)
-    audited, claimed = _audited(claim, result)
+    audited, claimed, ceiling = _audited(claim, result)
     emit({"mechanism": args.mechanism, "manifold": repr(manifold), "sensitivity": sensitivity,
           "claimed": claim, "audited_lower_bound": audited, **result.as_dict(),
-          "verdict": "consistent with the claim" if audited <= claimed else
-          "VIOLATED: the audited lower bound exceeds the claim"})
+          "largest_certifiable_bound": ceiling, "verdict": verdict(audited, claimed, ceiling, "delta" in claim)})
 
 
 def cmd_reproduce(args: argparse.Namespace) -> None:
@@ -626,15 +732,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--epsilon", type=float, help="epsilon of epsilon-DP or (epsilon, delta)-DP")
     p.add_argument("--delta", type=float,
                    help="delta of (epsilon, delta)-DP (wrapped-gaussian, dp-rgd)")
-    p.add_argument("--steps", type=int, default=3, help="dp-rgd: gradient steps (default 3)")
-    p.add_argument("--lr", type=float, default=0.7, help="dp-rgd: step size (default 0.7)")
+    p.add_argument("--steps", type=int, help="dp-rgd: gradient steps (default 3)")
+    p.add_argument("--lr", type=float, help="dp-rgd: step size (default 0.7)")
     p.add_argument("--mu", type=float, help="mu of mu-GDP (wrapped-gaussian)")
     p.add_argument("--rdp-alpha", type=float, help="order alpha of (alpha, eps)-RDP")
     p.add_argument("--rdp-epsilon", type=float, help="eps of (alpha, eps)-RDP")
     p.add_argument("--footpoint", help="wrapped mechanisms: public footpoint ('identity', JSON or "
                                        ".npy; default: the center) or 'private'")
-    p.add_argument("--footpoint-budget", type=float, default=0.1,
-                   help="share of the budget spent on a private footpoint (default 0.1)")
+    p.add_argument("--footpoint-budget", type=float,
+                   help="--footpoint private: share of the budget spent on the footpoint "
+                        "(default 0.1)")
     p.add_argument("--tangent-sensitivity", type=float,
                    help="a proven bound on |Log_p0 f(D) - Log_p0 f(D')| (default: Delta)")
     p.add_argument("--center", help="public center of the data ball: 'identity', JSON or .npy")
@@ -772,14 +879,16 @@ def main(argv: list[str] | None = None) -> int:
     traceback (exit 1 is left to Python for bugs)."""
     import sqlite3
 
+    from .parameters import ParameterError
     from .privacy import BudgetExceededError
-
     from .progress import showing
 
     args = build_parser().parse_args(argv)
     try:
         with showing(not getattr(args, "quiet", False)):
             args.func(args)
+    except ParameterError as exc:
+        message = f"error: {exc.spelled(flag)}"
     except (ValueError, TypeError, OSError, RuntimeError, ArithmeticError, sqlite3.Error,
             BudgetExceededError) as exc:
         message = f"error: {exc}"

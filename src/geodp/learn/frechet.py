@@ -12,8 +12,10 @@ from ..manifolds import Manifold
 from ..manifolds.base import Array, as_generator, manifold_first
 from ..mechanisms import NotNormalisableError, RiemannianLaplace
 from ..mechanisms.registry import Mechanism, lookup
+from ..parameters import ParameterError
 from ..privacy.conversions import check_count
 from ..privacy import (GDP, RDP, ApproxDP, BudgetLedger, Guarantee, PureDP, gdp_to_pure_equivalent)
+from ..privacy.conversions import check_number, check_positive
 from ..mechanisms.kng import KNormGradient, convex_proposal, sample_convex
 from ..mechanisms.laplace import SamplerInfo
 from ..mechanisms.mcmc import exact_alternatives
@@ -21,7 +23,8 @@ from ..statistics import curvature_factor, frechet_mean, frechet_mean_sensitivit
 from ..statistics.sensitivity import kng_mean_sensitivity
 from .data_ball import enforce_ball
 from .dp_rgd import dp_rsgd
-from .release import Release, reserved
+from ..manifolds.capabilities import has
+from .release import Release, delta_caveat, noise_caveat, reserved
 
 SUBSAMPLE_FRACTION = 0.05
 
@@ -35,6 +38,9 @@ def target_guarantee(name: str, notions: tuple[str, ...], epsilon, delta, mu, rd
     (``registry.NOTIONS``)."""
     given = {k for k, v in {"epsilon": epsilon, "delta": delta, "mu": mu, "rdp": rdp}.items()
              if v is not None}
+    if delta is not None and not 0 <= delta < 1:
+        raise ParameterError(f"{{delta}} must lie in [0, 1) (and below 1/n to protect anyone), "
+                             f"got {delta}", "delta")
     if given == {"epsilon"} and "epsilon" in notions:
         return PureDP(epsilon)
     if given == {"epsilon", "delta"} and "epsilon-delta" in notions and delta is not None and delta > 0:
@@ -130,6 +136,7 @@ class _Request:
     rng: np.random.Generator
     clipped: dict | int
     allow_approximate: bool
+    caveats: list[str]
 
     def label(self) -> str:
         return f"Fréchet mean ({self.spec.name}, {self.target.describe()})"
@@ -148,10 +155,46 @@ class _Options:
     secure: bool = False
 
 
+def unused_options(mechanism: str, given: set[str], footpoint) -> ParameterError | None:
+    """The refusal of the first option in ``given`` (Python keywords) that has no effect with
+    ``mechanism`` and ``footpoint``, or None: ``footpoint_budget`` without a private footpoint,
+    ``steps`` and ``lr`` outside DP-RGD. The command line passes the options given explicitly,
+    ``private_frechet_mean`` those that differ from their defaults."""
+    spec = lookup(mechanism)
+    needs = {"footpoint_budget": (footpoint == "private", "a private footpoint ({footpoint} "
+                                                           "'private')"),
+             "steps": (spec.name == "dp-rgd", "{mechanism} 'dp-rgd'"),
+             "lr": (spec.name == "dp-rgd", "{mechanism} 'dp-rgd'")}
+    for keyword, (used, condition) in needs.items():
+        if keyword in given and not used:
+            return ParameterError(f"{{{keyword}}} applies to {condition} only; it would have no "
+                                  f"effect on this '{spec.name}' release: leave it out", keyword,
+                                  "mechanism", "footpoint")
+    return None
+
+
 def _check_options(spec: Mechanism, manifold: Manifold, opts: _Options, center, radius) -> None:
-    """Refuse options the mechanism does not take, before any data are read."""
+    """Refuse options the mechanism does not take and invalid values, before any data are read."""
     if center is None or radius is None:
         raise ValueError("center and radius of the public data ball are required")
+    check_positive("radius", radius)
+    defaults = _Options()
+    given = {k for k in ("footpoint_budget", "steps", "lr")
+             if getattr(opts, k) != getattr(defaults, k)}
+    refusal = unused_options(spec.name, given, opts.footpoint)
+    if refusal is not None:
+        raise refusal
+    if not 0 < check_number("footpoint_budget", opts.footpoint_budget) < 1:
+        raise ParameterError(f"{{footpoint_budget}} must lie in (0, 1), got {opts.footpoint_budget}",
+                             "footpoint_budget")
+    for keyword, check in (("steps", lambda v: check_count("steps", v, 1)),
+                           ("lr", lambda v: check_positive("lr", v))):
+        try:
+            check(getattr(opts, keyword))
+        except (TypeError, ValueError):
+            raise ParameterError(f"{{{keyword}}} must be a positive "
+                                 f"{'integer' if keyword == 'steps' else 'finite number'}, got "
+                                 f"{getattr(opts, keyword)!r}", keyword) from None
     if opts.secure and not spec.secure:
         raise ValueError(f"secure=True (discrete Gaussian noise) applies to mechanism='dp-rgd' only; "
                          f"the {spec.name} mechanism has no secure sampler")
@@ -276,6 +319,9 @@ def _output_law(req: _Request, opts: _Options):
             fp_mech.check_exact(req.rng)
     tangent = req.sensitivity if opts.tangent_sensitivity is None else opts.tangent_sensitivity
     scale = spec.calibrate(main, tangent, restrict=opts.restrict)
+    diameter = manifold.diameter if has(manifold, "diameter") else float("inf")
+    noise = noise_caveat(scale, req.radius, diameter)
+    req.caveats.extend([noise] if noise else [])
     params = {"n": req.n, "radius": req.radius, "restricted_to_ball": opts.restrict}
     if spec.takes_footpoint:
         params.update(tangent_sensitivity=tangent, main_guarantee=main.describe())
@@ -437,16 +483,22 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
         manifold.check_point(opts.footpoint)
     x, n = _records(manifold, points)
     size = _calibration_size(n, sensitivity_size, spec, opts.footpoint)
-    sensitivity = frechet_mean_sensitivity(manifold, radius, size)
+    sensitivity = frechet_mean_sensitivity(manifold, float(radius), size)
+    if not np.isfinite(sensitivity):
+        raise ParameterError(f"{{radius}} = {float(radius):g} is too large: the sensitivity it "
+                             f"implies overflows double precision; choose a smaller {{radius}}",
+                             "radius")
     if opts.tangent_sensitivity is not None and not 0 < opts.tangent_sensitivity <= sensitivity:
         raise ValueError(f"tangent_sensitivity must lie in (0, Delta = {sensitivity:.6g}]: Log_p0 "
                          f"is a contraction, so Delta always bounds it; got {tangent_sensitivity}")
     x, clipped = enforce_ball(manifold, x, center, radius, clip_data)
     req = _Request(spec, manifold, x, size, center, float(radius), target, sensitivity, ledger,
                    as_generator(rng), {"records_clipped": clipped, "fraction": clipped / n}
-                   if clipped else clipped, allow_approximate)
-    release = _output_mean if spec.perturbs == "output" else _OBJECTIVE_RELEASES[spec.name]
-    rel = release(req, opts)
+                   if clipped else clipped, allow_approximate, [])
+    large_delta = delta_caveat(getattr(target, "delta", None), size)
+    req.caveats.extend([large_delta] if large_delta else [])
+    release = (_output_mean if spec.perturbs == "output" else _OBJECTIVE_RELEASES[spec.name])(req, opts)
+    rel = replace(release, caveats=tuple(req.caveats))
     return rel if sensitivity_size is None else _size_public(rel, n)
 
 

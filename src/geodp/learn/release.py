@@ -2,16 +2,56 @@
 
 from __future__ import annotations
 
+import warnings
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ..parameters import Spelled
 from ..privacy import BudgetLedger, Guarantee
 
 DIAGNOSTICS_NOTE = ("NOT PRIVATE: computed from the data without noise (records clipped, iterations, "
                     "sampler acceptance, R-hat, losses); for the data curator only, never publish")
+
+
+class LargeDeltaWarning(Spelled, UserWarning):
+    """An (epsilon, delta)-DP target whose delta is at least 1/n: such a guarantee allows a
+    mechanism that publishes a random record in the clear (the usual sanity bound is delta < 1/n,
+    and far smaller in practice)."""
+
+
+class NoiseDominatesWarning(Spelled, UserWarning):
+    """The noise scale exceeds the diameter of the public ball (or of the space): every
+    possible data set gives nearly the same law, so the release carries almost no information."""
+
+
+def delta_caveat(delta: float | None, n: int) -> LargeDeltaWarning | None:
+    """Warn and return a ``LargeDeltaWarning`` for a delta >= 1/n (n public); None otherwise."""
+    if delta is None or not delta >= 1.0 / n:
+        return None
+    caveat = LargeDeltaWarning(
+        f"{{delta}} = {delta:g} is at least 1/n = {1.0 / n:.3g} for the n = {n} records: "
+        f"(epsilon, delta)-DP with delta >= 1/n allows publishing a random record in the clear, "
+        f"so it protects no one; the usual bound is delta < 1/n, far smaller in practice", "delta")
+    warnings.warn(caveat, stacklevel=3)
+    return caveat
+
+
+def noise_caveat(scale: float, radius: float, diameter: float) -> NoiseDominatesWarning | None:
+    """Warn and return a ``NoiseDominatesWarning`` when the noise ``scale`` exceeds the smaller
+    of the ball's diameter 2 ``radius`` and the space's ``diameter``; None otherwise."""
+    span = min(2.0 * radius, diameter)
+    if not scale > span:
+        return None
+    caveat = NoiseDominatesWarning(
+        f"the noise scale {scale:.3g} exceeds the diameter {span:.3g} of the public ball: the "
+        f"release is nearly independent of the data and carries almost no information (a larger "
+        f"{{epsilon}}, more records or a {{radius}} further below its bound reduce it)",
+        "epsilon", "radius")
+    warnings.warn(caveat, stacklevel=3)
+    return caveat
 
 
 @dataclass(frozen=True)
@@ -42,6 +82,9 @@ class Release:
     equivalent: dict[str, str] = field(default_factory=dict)
     parameters: dict[str, Any] = field(default_factory=dict)
     theorem: str = ""
+    caveats: tuple[Spelled, ...] = ()
+    """Public facts that weaken the guarantee's meaning (a delta >= 1/n, noise that swamps the
+    data), also warned about when the release is made; the ``statement`` repeats them."""
 
     def __repr__(self) -> str:
         if isinstance(self.value, dict):
@@ -56,6 +99,7 @@ class Release:
     def statement(self) -> str:
         """The guarantee in words: notion, relation, and whether the sampler is exact."""
         claim = f"{self.guarantee.describe()}: {self.guarantee.relation.meaning}"
+        claim += "".join(f" (caveat: {c})" for c in self.caveats)
         if self.exact_sampler:
             return f"{claim}; exact sampler"
         return (f"{claim}, for the mechanism's target law; the sampler is MCMC, so the released "

@@ -25,6 +25,31 @@ def size_tuple(size: int | tuple[int, ...] | None) -> tuple[int, ...]:
     return (int(size),) if np.isscalar(size) else tuple(int(s) for s in size)
 
 
+def integer_size(value: object, name: str, minimum: int = 1) -> int:
+    """A manifold's size argument checked to be an integer >= ``minimum``.
+
+    Parameters
+    ----------
+    value : object
+        What the caller passed: a Python or NumPy integer (a bool, a float such as 2.5 or 2.0 and a
+        string are refused rather than rounded, so ``Sphere(2.5)`` cannot silently become S^2).
+    name : str
+        The constructor's keyword, named in the error.
+    minimum : int
+        The smallest size the family allows.
+
+    Returns
+    -------
+    int
+        ``value`` as a Python int.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
+    return int(value)
+
+
 def rowdot(a: Array, b: Array) -> Array:
     """sum_i a_i b_i over the last axis; written out for vectors of length <= 4, where that beats
     einsum's inner loop."""
@@ -385,9 +410,13 @@ class Manifold(ABC):
                 f"{what} must have trailing shape {self.point_shape} for {self!r}, "
                 f"got an array of shape {x.shape}"
             )
-        if not np.all(np.isfinite(x)):
-            raise ValueError(f"{what} contains NaN or infinite values")
-        return x.shape[: x.ndim - nd]
+        batch = x.shape[: x.ndim - nd]
+        finite = np.isfinite(x).reshape(batch + (-1,)).all(axis=-1)
+        if not np.all(finite):
+            index = [int(i) for i in np.argwhere(~finite)[0]]
+            where = "" if not batch else f" {index[0] if len(index) == 1 else tuple(index)} (from 0)"
+            raise ValueError(f"{what}{where} contains NaN or infinite values")
+        return batch
 
     @abstractmethod
     def _point_defect(self, x: Array) -> Array:
@@ -398,17 +427,32 @@ class Manifold(ABC):
         """Distance-like measure of how far v is from T_p (0 when tangent)."""
 
     def check_point(self, x: Array) -> Array:
-        """Return x as a float array, or raise ``ValueError`` if it is not on the manifold."""
+        """Return x as a float64 array, or raise ``ValueError`` if it is not on the manifold.
+
+        Points given in a lower precision (float32, float16) are cast to float64, judged
+        against a tolerance scaled to that precision (``precision_tolerance``; their rounding
+        alone exceeds the float64 tolerance) and then projected onto the manifold, each record
+        on its own, so that later float64 checks accept them.
+        """
+        tolerance = self.precision_tolerance(x)
         x = np.asarray(x, dtype=float)
         self._batch_shape(x, "point")
         defect = self._point_defect(x)
-        bad = ~(defect <= self.tolerance)
+        bad = ~(defect <= tolerance)
         if np.any(bad):
             raise ValueError(
                 f"{int(np.sum(bad))} of {bad.size} points are not on {self!r}: their defect "
-                f"exceeds the tolerance {self.tolerance:g}{self._defect_hint()}"
+                f"exceeds the tolerance {tolerance:g}{self._defect_hint()}"
             )
-        return x
+        return x if tolerance == self.tolerance else self.project(x)
+
+    def precision_tolerance(self, x: Array) -> float:
+        """The tolerance ``check_point`` applies to ``x``: ``tolerance``, or 64 units in the last
+        place of x's floating-point type where that is coarser than float64 (float32: 7.6e-6)."""
+        dtype = getattr(x, "dtype", None)
+        if dtype is None or not np.issubdtype(dtype, np.floating):
+            return self.tolerance
+        return max(self.tolerance, 64 * float(np.finfo(dtype).eps))
 
     def _defect_hint(self) -> str:
         return ""
@@ -507,6 +551,9 @@ def as_generator(rng: np.random.Generator | int | None) -> np.random.Generator:
     """A ``numpy.random.Generator`` from a generator, a seed, or fresh OS entropy."""
     if isinstance(rng, np.random.Generator):
         return rng
-    if rng is None or isinstance(rng, (int, np.integer)):
+    if rng is None or (isinstance(rng, (int, np.integer)) and not isinstance(rng, bool) and rng >= 0):
         return np.random.default_rng(rng)
-    raise TypeError(f"rng must be a numpy.random.Generator, an int seed or None, got {rng!r}")
+    from ..parameters import ParameterError
+
+    raise ParameterError(f"{{rng}} must be a non-negative integer seed (or, from Python, a "
+                         f"numpy.random.Generator or None), got {rng!r}", "rng")

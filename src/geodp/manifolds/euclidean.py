@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Array, Manifold, rowdot, weighted_sum
+from .base import Array, Manifold, integer_size, rowdot, weighted_sum
 
 
 class Euclidean(Manifold):
@@ -13,9 +13,7 @@ class Euclidean(Manifold):
     symmetric_space = True
 
     def __init__(self, dim: int):
-        if int(dim) < 1:
-            raise ValueError(f"dim must be a positive integer, got {dim}")
-        self.dim = int(dim)
+        self.dim = integer_size(dim, "dim")
         self.point_shape = (self.dim,)
 
     def origin(self) -> Array:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ._special import acos_ratio, sinc
 from ._threads import threaded
-from .base import Array, Manifold
+from .base import Array, Manifold, integer_size
 
 
 def _t(x: Array) -> Array:
@@ -57,7 +57,7 @@ class Grassmann(Manifold):
     symmetric_space = True
 
     def __init__(self, n: int, k: int):
-        n, k = int(n), int(k)
+        n, k = integer_size(n, "n", minimum=0), integer_size(k, "k", minimum=0)
         if not 1 <= k < n:
             raise ValueError(f"Grassmann(n, k) needs integers 1 <= k < n, got n = {n}, k = {k}")
         self.ambient, self.k = n, k

@@ -12,7 +12,7 @@ import numpy as np
 
 from ._special import inv_sinc, sinc
 from ._threads import threaded
-from .base import Array, Manifold, weighted_sum
+from .base import Array, Manifold, integer_size, weighted_sum
 
 
 def _to_complex(x: Array) -> Array:
@@ -44,9 +44,7 @@ class KendallShape(Manifold):
     symmetric_space = True
 
     def __init__(self, k_landmarks: int):
-        if int(k_landmarks) < 3:
-            raise ValueError(f"planar shapes need at least 3 landmarks, got {k_landmarks}")
-        self.k_landmarks = int(k_landmarks)
+        self.k_landmarks = integer_size(k_landmarks, "k_landmarks", minimum=3)
         self.dim = 2 * self.k_landmarks - 4
         self.point_shape = (self.k_landmarks, 2)
         self._helmert = helmert(self.k_landmarks)

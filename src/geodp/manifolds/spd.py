@@ -7,7 +7,7 @@ import numpy as np
 from . import _matrix as mx
 from ._special import cosh_sinhc, log_sinhc
 from ._threads import map_parts, threaded
-from .base import Array, Manifold, rowdot, weighted_sum
+from .base import Array, Manifold, integer_size, rowdot, weighted_sum
 
 METRICS = ("affine", "log-euclidean")
 
@@ -30,9 +30,7 @@ class SPD(Manifold):
         return super().__new__(cls)
 
     def __init__(self, n: int, metric: str = "affine"):
-        if int(n) < 1:
-            raise ValueError(f"n must be a positive integer, got {n}")
-        self.n = int(n)
+        self.n = integer_size(n, "n")
         self.metric = metric
         self.dim = self.n * (self.n + 1) // 2
         self.point_shape = (self.n, self.n)

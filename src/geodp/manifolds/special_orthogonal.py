@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._special import acos_ratio, sinc
-from .base import Array, Manifold, weighted_sum
+from .base import Array, Manifold, integer_size, weighted_sum
 from .capabilities import MissingCapability
 
 
@@ -140,9 +140,7 @@ class SpecialOrthogonal(Manifold):
     symmetric_space = True
 
     def __init__(self, n: int):
-        if int(n) < 2:
-            raise ValueError(f"SO(n) needs n >= 2, got {n}")
-        self.n = int(n)
+        self.n = integer_size(n, "n", minimum=2)
         self.dim = self.n * (self.n - 1) // 2
         self.point_shape = (self.n, self.n)
         self._basis = skew_basis(self.n)

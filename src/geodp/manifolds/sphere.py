@@ -6,7 +6,7 @@ import numpy as np
 
 from ._special import acos_ratio, sinc
 from ._threads import threaded
-from .base import (Array, Manifold, rowdot, space_form_exp_adjoints,
+from .base import (Array, Manifold, integer_size, rowdot, space_form_exp_adjoints,
                    space_form_mean_exp_adjoints, space_form_mean_log,
                    weighted_sum)
 
@@ -36,8 +36,7 @@ class Sphere(Manifold):
     symmetric_space = True
 
     def __init__(self, dim: int, curvature: float = 1.0):
-        if int(dim) < 1:
-            raise ValueError(f"dim must be a positive integer, got {dim}")
+        dim = integer_size(dim, "dim")
         if not (np.isfinite(curvature) and curvature > 0):
             raise ValueError(f"a sphere needs a positive finite curvature, got {curvature}")
         self.dim = int(dim)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Array, Manifold
+from .base import Array, Manifold, integer_size
 
 #: Coefficients b_0..b_13 of the [13/13] Pade approximant of exp and the 1-norm up to which it
 #: is accurate to double precision (Higham 2005, Table 2.3 and eq. 2.3 / Table 10.4).
@@ -70,7 +70,7 @@ class Stiefel(Manifold):
     blockwise = False
 
     def __init__(self, n: int, k: int):
-        n, k = int(n), int(k)
+        n, k = integer_size(n, "n", minimum=0), integer_size(k, "k", minimum=0)
         if not 1 <= k <= n:
             raise ValueError(f"Stiefel(n, k) needs 1 <= k <= n, got n={n}, k={k}")
         self.n, self.k = n, k

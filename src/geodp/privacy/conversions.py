@@ -126,6 +126,9 @@ def pure_to_gdp(epsilon: float) -> float:
     function f_{eps,0} and is convex, hence lies below its two chords: f_{eps,0} >= G_mu.
     """
     epsilon = check_positive("epsilon", epsilon)
+    if epsilon < 1e-6:
+        # 1/(1 + e^eps) rounds to 1/2 here; its expansion gives mu = sqrt(pi/2) eps (1 + O(eps^2))
+        return float(np.sqrt(np.pi / 2.0) * epsilon)
     return float(-2.0 * special.ndtri_exp(-np.logaddexp(0.0, epsilon)))
 
 

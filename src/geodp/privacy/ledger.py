@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -91,6 +92,7 @@ class BudgetLedger:
         if not self.path.parent.is_dir():
             raise ValueError(f"cannot create the ledger {self.path}: directory {self.path.parent} "
                              f"does not exist")
+        self._check_writable()
         self._check_foreign_file()
         self._timeout = timeout
         with self._transaction() as con:
@@ -118,6 +120,20 @@ class BudgetLedger:
         self.total_epsilon = meta["total_epsilon"]
         self.total_delta = meta["total_delta"]
 
+    def _check_writable(self) -> None:
+        """Refuse a ledger that cannot be written: every release writes its reservation, and
+        SQLite writes a journal beside the file, so both the file and its directory must be
+        writable."""
+        if self.path.exists() and not os.access(self.path, os.W_OK):
+            where = f"the file {self.path} is read-only"
+        elif not os.access(self.path.parent, os.W_OK):
+            where = f"its directory {self.path.parent} is read-only"
+        else:
+            return
+        raise PermissionError(f"the budget ledger {self.path} cannot be written ({where}; SQLite "
+                              f"also writes a journal beside it): copy it to a writable "
+                              f"directory or change the permissions")
+
     def _check_foreign_file(self) -> None:
         """Refuse, before writing anything, a file that is not a geodp ledger: not an SQLite
         database, or one of another application (tables but no ledger ``meta``)."""
@@ -129,6 +145,9 @@ class BudgetLedger:
                 tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             finally:
                 con.close()
+        except sqlite3.OperationalError as exc:
+            raise PermissionError(f"the budget ledger {self.path} cannot be opened ({exc}); check "
+                                  f"the permissions of the file and of its directory") from None
         except sqlite3.DatabaseError as exc:
             raise ValueError(f"{self.path} is not a geodp budget ledger ({exc}); it was left "
                              f"untouched") from None

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..chunked import as_sample
 from ..manifolds.base import Array, Manifold, manifold_first
+from ..manifolds.capabilities import has
 from ..progress import bar
 
 
@@ -76,6 +77,19 @@ def uniqueness_radius(manifold: Manifold) -> float:
     if k > 0:
         bound = min(bound, np.pi / (2.0 * np.sqrt(k)))
     return 0.5 * bound
+
+
+def _start_failure(manifold: Manifold, value: Array) -> str:
+    """Why the Fréchet function is not finite at the starting point: records at the cut locus of
+    others (NaN on a positively curved manifold: the mean is not unique), or overflow."""
+    if np.any(np.isnan(value)) and has(manifold, "curvature_bounds") and \
+            manifold.curvature_bounds[1] > 0:
+        return (f"the Fréchet mean of these data is not unique: some records lie at the cut locus "
+                f"of the starting point (e.g. antipodal points on {manifold!r}), where the "
+                f"logarithm is not defined; a unique mean needs the data in a ball of radius below "
+                f"half the injectivity radius (and pi / (2 sqrt(k)) for curvature k)")
+    return ("the Fréchet function of these data overflows double precision at the starting point "
+            "(squared distances beyond about 1e308, data spread beyond about 1e154); rescale the data")
 
 
 def frechet_mean(manifold: Manifold, points: Array, *, weights: Array | None = None,
@@ -153,11 +167,10 @@ def frechet_mean(manifold: Manifold, points: Array, *, weights: Array | None = N
     def expand(a: Array) -> Array:
         return a.reshape(a.shape + (1,) * nd)
 
-    grad, value, gnorm, direction, slope = evaluate(m)
+    with np.errstate(all="ignore"):  # a failure at the start is explained once, below
+        grad, value, gnorm, direction, slope = evaluate(m)
     if not np.all(np.isfinite(value)):
-        raise ValueError(f"the Fréchet function of these data overflows double precision at the "
-                         f"starting point (F = {float(np.max(value)):.3g}: squared distances beyond "
-                         f"about 1e308, data spread beyond about 1e154); rescale the data")
+        raise ValueError(_start_failure(manifold, value))
     t = np.full(batch, float(step))
     history = [value]
     it = 0

@@ -1,0 +1,36 @@
+"""Messages that name a caller's parameters in the caller's own interface.
+
+A message is a template naming each parameter as a field (``"{radius} = 2 is too large"``): a
+Python caller reads the keyword (``radius``), the command line re-spells it as its flag
+(``--radius``; ``--seed`` for ``rng``) through ``spelled``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+
+class Spelled:
+    """A message whose template names parameters by their Python keywords.
+
+    Parameters
+    ----------
+    template : str
+        The message, with ``{keyword}`` where each parameter is named.
+    *keywords : str
+        The parameters' Python keywords.
+    spell : callable(str) -> str
+        Writes a keyword in the caller's interface (the keyword itself by default).
+    """
+
+    def __init__(self, template: str, *keywords: str, spell: Callable[[str], str] = str):
+        self.template, self.keywords = template, keywords
+        super().__init__(template.format(**{k: spell(k) for k in keywords}))
+
+    def spelled(self, spell: Callable[[str], str]) -> Spelled:
+        """The same message (same class) naming each parameter as ``spell(keyword)``."""
+        return type(self)(self.template, *self.keywords, spell=spell)
+
+
+class ParameterError(Spelled, ValueError):
+    """A parameter's value is refused; the message names it."""

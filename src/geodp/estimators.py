@@ -145,8 +145,13 @@ def _ball_route(est: BaseEstimator) -> str:
     return est.ball
 
 
-def _mechanism(name: str, manifold: Manifold) -> str:
-    """``"auto"``: the wrapped Laplace on Hadamard manifolds, the Riemannian Laplace elsewhere."""
+def _mechanism(name: str | None, manifold: Manifold, route: str) -> str:
+    """``None``: the route's default, ``"auto"`` in a private ball (whose released center is the
+    wrapped mechanisms' footpoint) and the Riemannian ``"laplace"`` in the public ball (the
+    behaviour before ``ball="private"`` became the default). ``"auto"``: the wrapped Laplace on
+    Hadamard manifolds, the Riemannian Laplace elsewhere."""
+    if name is None:
+        name = "auto" if route == "private" else "laplace"
     if name != "auto":
         return name
     return "wrapped-laplace" if getattr(manifold, "is_hadamard", False) else "laplace"
@@ -230,8 +235,8 @@ class PrivateFrechetMean(TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, manifold="spd", epsilon=1.0, delta=None, center=None, radius=None,
-                 clip_data=False, mechanism="laplace", accountant=None, random_state=None,
-                 ball="public", ball_budget=0.3, quantile=0.75, ball_shares=BALL_SHARES):
+                 clip_data=False, mechanism=None, accountant=None, random_state=None,
+                 ball="private", ball_budget=0.3, quantile=0.75, ball_shares=BALL_SHARES):
         self.manifold = manifold
         self.epsilon = epsilon
         self.delta = delta
@@ -253,9 +258,10 @@ class PrivateFrechetMean(TransformerMixin, BaseEstimator):
         """Release the private Fréchet mean of X, array (n, *point_shape); y is ignored."""
         X = _records(self, X, reset=True)
         center, radius = _ball(self)
-        mechanism = _mechanism(self.mechanism, self.manifold_)
+        route = _ball_route(self)
+        mechanism = _mechanism(self.mechanism, self.manifold_, route)
         rng, ledger = as_generator(self.random_state), _ledger(self.accountant)
-        if _ball_route(self) == "public":
+        if route == "public":
             self.release_ = private_frechet_mean(
                 self.manifold_, X, self.epsilon, center, radius, mechanism=mechanism,
                 clip_data=self.clip_data, ledger=ledger, rng=rng, delta=self.delta)
@@ -364,8 +370,8 @@ class PrivateMDM(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     def __init__(self, manifold="spd", epsilon=1.0, delta=1e-6, center=None, radius=None,
                  clip_data=False, classes=None, class_sizes="private", count_budget=None,
-                 mechanism="laplace", min_class_size=1, accountant=None, random_state=None,
-                 ball="public", ball_budget=0.3, quantile=0.75, ball_shares=BALL_SHARES,
+                 mechanism=None, min_class_size=1, accountant=None, random_state=None,
+                 ball="private", ball_budget=0.3, quantile=0.75, ball_shares=BALL_SHARES,
                  means="tangent"):
         self.manifold = manifold
         self.epsilon = epsilon
@@ -396,8 +402,9 @@ class PrivateMDM(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.manifold_ = manifold_for_data(self.manifold, X.shape[1:])
         self.classes_ = _public_classes(self, y)
         center, radius = _ball(self)
-        mechanism = _mechanism(self.mechanism, self.manifold_)
-        if _ball_route(self) == "private":
+        route = _ball_route(self)
+        mechanism = _mechanism(self.mechanism, self.manifold_, route)
+        if route == "private":
             if self.class_sizes != "private":
                 raise ValueError("ball='private' releases the class sizes privately; "
                                  "class_sizes='public' applies to ball='public' only")

@@ -176,19 +176,23 @@ def test_refusals_name_the_parameter():
         private_class_means(m, x, y, [0, 1], 1.0, center, 0.5, count_budget=1.0)
 
 
-def test_accountant_is_charged_once_per_fit():
+@pytest.mark.parametrize("ball,spent", [("public", (6.0, 2e-6)), ("private", (6.0, 0.0))])
+def test_accountant_is_charged_once_per_fit(ball, spent):
+    # public ball: (epsilon, delta)-DP class means; private ball (the default): pure epsilon-DP
     m, center, x, y = _two_classes(400)
     ledger = MemoryLedger()
     est = PrivateMDM(m, epsilon=3.0, delta=1e-6, center=center, radius=0.5, classes=[0, 1],
-                     accountant=ledger, random_state=0).fit(x, y)
+                     accountant=ledger, random_state=0, ball=ball).fit(x, y)
     clone(est).fit(x, y)
-    assert ledger.spent() == pytest.approx((6.0, 2e-6))
+    assert ledger.spent() == pytest.approx(spent)
+    assert len(ledger.history()) == 2
 
 
+@pytest.mark.parametrize("ball", ["public", "private"])
 @pytest.mark.parametrize("manifold,radius", [
     (SPD(3), 1.0), (SPD(3, metric="log-euclidean"), 1.0), (Sphere(2), 0.5),
     (Hyperbolic(2), 1.0), (KendallShape(4), 0.3)])
-def test_private_mdm_on_every_family(manifold, radius):
+def test_private_mdm_on_every_family(manifold, radius, ball):
     rng = np.random.default_rng(0)
     center = manifold.origin()
     far = manifold.exp(center, 0.6 * radius * manifold.random_direction(center, None, rng))
@@ -196,7 +200,8 @@ def test_private_mdm_on_every_family(manifold, radius):
     x1 = manifold.random_ball(far, 0.3 * radius, 40, rng=rng)
     x1 = x1[manifold.dist(center, x1) < radius]
     x, y = np.concatenate([x0, x1]), np.r_[np.zeros(40), np.ones(len(x1))]
-    est = PrivateMDM(manifold, epsilon=200.0, radius=radius, classes=[0, 1], random_state=0).fit(x, y)
+    est = PrivateMDM(manifold, epsilon=200.0, radius=radius, classes=[0, 1], random_state=0,
+                     ball=ball).fit(x, y)
     assert est.predict_proba(x).shape == (len(x), 2)
     assert np.allclose(est.predict_proba(x).sum(axis=1), 1)
     assert est.transform(x).shape == (len(x), 2)
@@ -274,11 +279,13 @@ def test_pyriemann_pipeline_runs_unchanged_in_cross_val_score():
     assert acc_private > acc_public - 0.1  # sanity bound at a large epsilon only
 
 
-def test_accuracy_near_pyriemann_mdm_at_large_epsilon():
+@pytest.mark.parametrize("ball", ["public", "private"])
+def test_accuracy_near_pyriemann_mdm_at_large_epsilon(ball):
     from pyriemann.classification import MDM
     ds = load("digits-covariance")
     center, radius = ds.public_ball()
-    private = PrivateMDM(epsilon=1e4, center=center, radius=radius, classes=range(10), random_state=0)
+    private = PrivateMDM(epsilon=1e4, center=center, radius=radius, classes=range(10), random_state=0,
+                         ball=ball)
     acc_private = cross_val_score(private, ds.points, ds.labels, cv=3).mean()
     acc_public = cross_val_score(MDM(), ds.points, ds.labels, cv=3).mean()
     assert acc_private > acc_public - 0.05

@@ -64,7 +64,7 @@ from ..mechanisms.quantile import geometric_grid, private_quantile
 from ..privacy import BudgetLedger, MemoryLedger, PureDP
 from ..privacy.conversions import check_count, check_positive
 from .classes import SmallClassWarning, _encode, private_class_means
-from .data_ball import enforce_ball, into_ball
+from .data_ball import ClippingWarning, enforce_ball, into_ball
 from .release import Release, reserved
 
 BALL_SHARES = (0.2, 0.6, 0.2)
@@ -313,7 +313,9 @@ def private_ball_class_means(manifold: Manifold, points: Array, labels: Array, c
         ball = private_ball(manifold, points, eps_ball, center, radius, quantile=quantile,
                             shares=ball_shares, clip_data=clip_data, rng=rng)
         c, r = ball.value, float(ball.parameters["radius"])
-        x = enforce_ball(manifold, manifold.check_point(points), center, radius, clip_data)[0]
+        with warnings.catch_warnings():  # private_ball has warned about these same records
+            warnings.simplefilter("ignore", ClippingWarning)
+            x = enforce_ball(manifold, manifold.check_point(points), center, radius, clip_data)[0]
         if means == "tangent":
             inner = private_tangent_class_means(manifold, x, labels, classes, eps_means, c, r,
                                                 count_budget=count_budget,
@@ -321,7 +323,6 @@ def private_ball_class_means(manifold: Manifold, points: Array, labels: Array, c
                                                 outer=(center, radius), rng=rng)
         else:
             with warnings.catch_warnings():
-                from .data_ball import ClippingWarning
                 warnings.simplefilter("ignore", ClippingWarning)  # the quantile ball clips by design
                 inner = private_class_means(manifold, x, labels, classes, eps_means, c, r,
                                             delta=delta, count_budget=count_budget,

@@ -440,9 +440,11 @@ class Manifold(ABC):
         defect = self._point_defect(x)
         bad = ~(defect <= tolerance)
         if np.any(bad):
+            first = np.unravel_index(int(np.argmax(bad)), bad.shape) if bad.ndim else ()
+            where = f" (the first at index {', '.join(map(str, first))})" if first else ""
             raise ValueError(
-                f"{int(np.sum(bad))} of {bad.size} points are not on {self!r}: their defect "
-                f"exceeds the tolerance {tolerance:g}{self._defect_hint()}"
+                f"{'one or more points are' if bad.ndim else 'the point is'} not on {self!r}"
+                f"{where}: the defect exceeds the tolerance {tolerance:g}{self._defect_hint()}"
             )
         return x if tolerance == self.tolerance else self.project(x)
 

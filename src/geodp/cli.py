@@ -42,9 +42,106 @@ def _finite_or_null(x):
     return x
 
 
-def emit(payload: dict) -> None:
-    """Print a JSON object on standard output (strict JSON: NaN and infinities become null)."""
+def emit(payload: dict, fmt: str = "json") -> None:
+    """Print a JSON object on standard output (strict JSON: NaN and infinities become null), or
+    with ``fmt="text"`` the same content for people (``render_text``)."""
+    if fmt == "text":
+        print(render_text(payload), end="")
+        return
     print(json.dumps(_finite_or_null(payload), indent=2, default=_to_json, allow_nan=False))
+
+
+def _number(x) -> str:
+    if isinstance(x, (bool, np.bool_)):
+        return "true" if x else "false"
+    if isinstance(x, (int, np.integer)):
+        return str(int(x))
+    return f"{float(x):.6g}"
+
+
+def _matrix_lines(a: np.ndarray) -> list[str]:
+    """An array as aligned text: a vector on one line, a matrix one row a line with its columns
+    right-aligned, higher ranks as their matrices one after the other."""
+    if a.ndim == 0:
+        return [_number(a.item())]
+    if a.ndim == 1:
+        return ["[" + "  ".join(_number(v) for v in a) + "]"]
+    if a.ndim > 2:
+        lines = []
+        for i, sub in enumerate(a):
+            lines += [f"[{i}]"] + ["  " + line for line in _matrix_lines(sub)]
+        return lines
+    cells = [[_number(v) for v in row] for row in a]
+    width = max((len(c) for row in cells for c in row), default=0)
+    return ["[" + "  ".join(c.rjust(width) for c in row) + "]" for row in cells]
+
+
+def _numeric_array(x) -> np.ndarray | None:
+    if isinstance(x, np.ndarray) or (isinstance(x, list) and x):
+        try:
+            a = np.asarray(x)
+        except ValueError:
+            return None
+        if a.dtype.kind in "biuf" and a.ndim >= 1:
+            return a
+    return None
+
+
+def _text_lines(key: str, value, indent: int = 0) -> list[str]:
+    pad = " " * indent
+    if isinstance(value, dict):
+        if not value:
+            return [f"{pad}{key}: (none)"]
+        lines = [f"{pad}{key}:"]
+        for k, v in value.items():
+            lines += _text_lines(str(k), v, indent + 2)
+        return lines
+    a = _numeric_array(value)
+    if a is not None:
+        rows = _matrix_lines(a)
+        if len(rows) == 1:
+            return [f"{pad}{key}: {rows[0]}"]
+        return [f"{pad}{key}:"] + [f"{pad}  {row}" for row in rows]
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return [f"{pad}{key}: (none)"]
+        lines = [f"{pad}{key}:"]
+        for v in value:
+            if isinstance(v, dict):
+                lines += _text_lines("-", v, indent + 2)
+            else:
+                lines.append(f"{pad}  - {v}")
+        return lines
+    if value is None:
+        return [f"{pad}{key}: (none)"]
+    if isinstance(value, (bool, int, float, np.generic)):
+        return [f"{pad}{key}: {_number(value)}"]
+    return [f"{pad}{key}: {value}"]
+
+
+def render_text(payload: dict) -> str:
+    """A release (or any payload) for people: the value first (a matrix as aligned rows), then
+    the guarantee statement, the public parameters, the rest of the public output, and the
+    non-private diagnostics last under a heading that says so."""
+    payload = dict(payload)
+    diagnostics = payload.pop("diagnostics_not_private", None)
+    lines: list[str] = []
+    if "value" in payload:
+        lines += _text_lines("value", payload.pop("value"))
+    if "statement" in payload:
+        lines.append(f"guarantee: {payload.pop('statement')}")
+        payload.pop("guarantee", None)
+    if "parameters" in payload:
+        lines += _text_lines("public parameters", payload.pop("parameters"))
+    for k, v in payload.items():
+        lines += _text_lines(k, v)
+    if diagnostics is not None:
+        diagnostics = dict(diagnostics)
+        note = diagnostics.pop("note", "")
+        lines += ["", "diagnostics_not_private:"] + ([f"  note: {note}"] if note else [])
+        for k, v in diagnostics.items():
+            lines += _text_lines(k, v, 2)
+    return "\n".join(lines) + "\n"
 
 
 def read_points(source: str, manifold: Manifold | None, chunked: bool = False
@@ -222,7 +319,7 @@ def cmd_mean(args: argparse.Namespace) -> None:
           "n": int(points.shape[0]), "value": res.mean, "iterations": res.iterations,
           "converged": res.converged,
           "grad_norm": float(res.grad_norm),
-          "max_radius": None if res.max_radius is None else float(res.max_radius)})
+          "max_radius": None if res.max_radius is None else float(res.max_radius)}, args.format)
 
 
 def cmd_datasets(args: argparse.Namespace) -> None:
@@ -373,7 +470,7 @@ def cmd_release_mean(args: argparse.Namespace) -> None:
     rel = replace(rel, caveats=tuple(c.spelled(flag) for c in rel.caveats))
     emit({"manifold": repr(manifold), "data": args.data, "radius": radius, "ball": origin,
           "warnings": caught, **rel.as_dict(diagnostics=args.diagnostics),
-          **ledger_remaining(ledger)})
+          **ledger_remaining(ledger)}, args.format)
 
 
 def read_regression(source: str, manifold: Manifold | None) -> tuple[np.ndarray, np.ndarray, Manifold,
@@ -434,7 +531,7 @@ def cmd_release_regression(args: argparse.Namespace) -> None:
                                           max_steps=args.max_steps,
                                           allow_approximate=args.allow_approximate)
     emit({"manifold": repr(manifold), "data": args.data, "n": len(x),
-          **rel.as_dict(diagnostics=args.diagnostics), **ledger_remaining(ledger)})
+          **rel.as_dict(diagnostics=args.diagnostics), **ledger_remaining(ledger)}, args.format)
 
 
 PCA_SPACES = ("sphere:{last} (the leading eigenvector) or grassmann:{d}xK (the top-K principal "
@@ -493,7 +590,7 @@ def cmd_release_pca(args: argparse.Namespace) -> None:
                         steps=args.steps, lr=args.lr, clip_data=args.clip_data, rng=args.seed,
                         ledger=ledger, secure=args.secure)
     emit({"manifold": repr(manifold), "data": args.data, "dimension": d,
-          **rel.as_dict(diagnostics=args.diagnostics), **ledger_remaining(ledger)})
+          **rel.as_dict(diagnostics=args.diagnostics), **ledger_remaining(ledger)}, args.format)
 
 
 def _audit_claim(args: argparse.Namespace, notions: tuple[str, ...]):
@@ -684,7 +781,11 @@ DASK.add_argument("--scheduler", metavar="ADDRESS",
                        "data are read chunked, by the workers")
 DASK.add_argument("--workers", type=int, metavar="N",
                   help="run on a local Dask cluster of N worker processes started for the call")
-RELEASE = argparse.ArgumentParser(add_help=False, parents=[QUIET])
+FORMAT = argparse.ArgumentParser(add_help=False)
+FORMAT.add_argument("--format", choices=("json", "text"), default="json",
+                    help="output: JSON (for programs) or text for people (a matrix as aligned rows, "
+                         "the guarantee statement, the public parameters)")
+RELEASE = argparse.ArgumentParser(add_help=False, parents=[QUIET, FORMAT])
 RELEASE.add_argument("--ledger", help="budget ledger to charge (see 'geodp budget')")
 RELEASE.add_argument("--seed", type=int, help="seed for reproducible noise (default: OS entropy)")
 RELEASE.add_argument("--diagnostics", action="store_true",
@@ -707,7 +808,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"geodp {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("mean", formatter_class=HELP, parents=[QUIET, DASK],
+    p = sub.add_parser("mean", formatter_class=HELP, parents=[QUIET, FORMAT, DASK],
                        help="Fréchet mean of manifold-valued data (not private)",
                        description="Compute the Fréchet mean by Riemannian gradient descent.")
     p.add_argument("data", help="a .npy/.csv file or a built-in data set name (see 'geodp datasets')")

@@ -13,15 +13,17 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-import numpy as np
+from typing import TYPE_CHECKING
 
-from . import datasets
-from .manifolds import Manifold
-from .manifolds.spec import SPEC_HELP, manifold_from_spec
-from .mechanisms.registry import MECHANISMS, lookup
+if TYPE_CHECKING:  # the command line imports NumPy and the library only when a command runs,
+    # so that 'geodp --help' stays fast (tests/test_cli_text.py checks what it imports)
+    import numpy as np
+
+    from .manifolds import Manifold
 
 
 def _to_json(x):
+    import numpy as np
     if isinstance(x, np.ndarray):
         return x.tolist()
     if isinstance(x, (np.floating, np.integer, np.bool_)):
@@ -31,6 +33,7 @@ def _to_json(x):
 
 def _finite_or_null(x):
     """NaN and infinities as null: strict JSON has no literal for them."""
+    import numpy as np
     if isinstance(x, dict):
         return {k: _finite_or_null(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
@@ -52,6 +55,7 @@ def emit(payload: dict, fmt: str = "json") -> None:
 
 
 def _number(x) -> str:
+    import numpy as np
     if isinstance(x, (bool, np.bool_)):
         return "true" if x else "false"
     if isinstance(x, (int, np.integer)):
@@ -77,6 +81,7 @@ def _matrix_lines(a: np.ndarray) -> list[str]:
 
 
 def _numeric_array(x) -> np.ndarray | None:
+    import numpy as np
     if isinstance(x, np.ndarray) or (isinstance(x, list) and x):
         try:
             a = np.asarray(x)
@@ -88,6 +93,7 @@ def _numeric_array(x) -> np.ndarray | None:
 
 
 def _text_lines(key: str, value, indent: int = 0) -> list[str]:
+    import numpy as np
     pad = " " * indent
     if isinstance(value, dict):
         if not value:
@@ -156,6 +162,7 @@ def read_points(source: str, manifold: Manifold | None, chunked: bool = False
     "points" would void the stated guarantee). A float32 array keeps its dtype, so that
     ``Manifold.check_point`` judges it at its own precision.
     """
+    from . import datasets
     not_chunked = ("error: --scheduler and --workers read chunked inputs: a .npy file, a "
                    "directory of .npy files or a Zarr array")
     if source in datasets.names():
@@ -188,6 +195,7 @@ def read_points(source: str, manifold: Manifold | None, chunked: bool = False
 
 def _read_chunked(source: str, manifold: Manifold):
     """A lazy dask array of the records at ``source`` (see ``read_points``)."""
+    from . import datasets
     shape = manifold.point_shape
     if Path(source).suffix == ".csv":
         raise SystemExit("error: --scheduler and --workers read chunked inputs: a .npy file, a "
@@ -205,6 +213,7 @@ def _read_chunked(source: str, manifold: Manifold):
 
 def _read_npy(source: str, shape: tuple[int, ...]) -> np.ndarray:
     """The (n, *shape) array of a .npy file, float64 or float32 (kept, see ``read_points``)."""
+    import numpy as np
     try:
         x = np.load(source, allow_pickle=False)
     except EOFError:
@@ -232,6 +241,7 @@ def csv_rows(source: str) -> list[list[str]]:
 
 def _read_csv(source: str, manifold: Manifold) -> np.ndarray:
     """The records of a CSV file, one point per row (see ``read_points``)."""
+    import numpy as np
     shape = manifold.point_shape
     size = int(np.prod(shape))
     rows = csv_rows(source)
@@ -253,6 +263,7 @@ def _read_csv(source: str, manifold: Manifold) -> np.ndarray:
 
 def _refuse_non_finite(source: str, x: np.ndarray, csv_file: bool) -> None:
     """Name the first record holding a NaN or an infinity: its CSV row (from 1) or .npy index."""
+    import numpy as np
     bad = ~np.isfinite(x.reshape(len(x), -1)).all(axis=1)
     if np.any(bad):
         first = int(np.argmax(bad))
@@ -262,6 +273,7 @@ def _refuse_non_finite(source: str, x: np.ndarray, csv_file: bool) -> None:
 
 
 def _manifold_arg(spec: str | None) -> Manifold | None:
+    from .manifolds.spec import manifold_from_spec
     if spec is None:
         return None
     try:
@@ -323,6 +335,7 @@ def cmd_mean(args: argparse.Namespace) -> None:
 
 
 def cmd_datasets(args: argparse.Namespace) -> None:
+    from . import datasets
     rows = []
     for name in datasets.names():
         ds = datasets.load(name)
@@ -335,6 +348,7 @@ def cmd_datasets(args: argparse.Namespace) -> None:
 def read_center(spec: str, manifold: Manifold, option: str = "--center") -> np.ndarray:
     """A public point: 'identity' (SPD), a comma list or JSON array, or a .npy file; checked to lie
     on the manifold, errors naming the command-line ``option``."""
+    import numpy as np
     shape = manifold.point_shape
     if spec == "identity":
         if len(shape) != 2 or shape[0] != shape[1]:
@@ -366,6 +380,7 @@ def read_center(spec: str, manifold: Manifold, option: str = "--center") -> np.n
 
 def public_ball(args: argparse.Namespace, manifold: Manifold) -> tuple[np.ndarray, float, str]:
     """The (center, radius) of the release: from the options, or a built-in data set's bound."""
+    from . import datasets
     if args.center is not None and args.radius is not None:
         return read_center(args.center, manifold), args.radius, "given"
     why = ""
@@ -478,6 +493,8 @@ def read_regression(source: str, manifold: Manifold | None) -> tuple[np.ndarray,
     """Covariates, responses, manifold and the data set's public covariate range (None for
     files): a built-in data set with a covariate, an .npz file with arrays ``x`` (n,) and ``y``
     (n, *point_shape), or a CSV whose first column is the covariate and the rest one point."""
+    from . import datasets
+    import numpy as np
     if source in datasets.names():
         ds = datasets.load(source)
         if ds.covariates is None:
@@ -541,6 +558,7 @@ PCA_SPACES = ("sphere:{last} (the leading eigenvector) or grassmann:{d}xK (the t
 def _row_length(source: str) -> int:
     """The length of a file's rows, from a .npy header or a CSV's first line (``read_points``
     then checks every row, and names a missing file or another type)."""
+    import numpy as np
     path = Path(source)
     if path.suffix == ".npy" and path.exists():
         try:
@@ -558,6 +576,7 @@ def _row_length(source: str) -> int:
 
 def pca_vectors(source: str) -> np.ndarray:
     """The rows z_i (n, D) of a built-in data set of vectors or of a .npy / .csv file."""
+    from . import datasets
     from .manifolds import Euclidean
 
     if source in datasets.names():
@@ -571,6 +590,7 @@ def pca_vectors(source: str) -> np.ndarray:
 
 
 def cmd_release_pca(args: argparse.Namespace) -> None:
+    from .manifolds.spec import manifold_from_spec
     from .learn import private_pca, private_principal_subspace
 
     points = pca_vectors(args.data)
@@ -645,6 +665,7 @@ def verdict(audited: float, claimed: float, ceiling: float, zero_informs: bool) 
 
 
 def cmd_audit(args: argparse.Namespace) -> None:
+    from .mechanisms.registry import lookup
     from .audit import (audit_mechanism, dp_rgd_step_sampler, kng_log_ratio_statistic,
                         kng_mean_neighbours, kng_mean_sampler, kng_regression_neighbours,
                         kng_regression_sampler, neighbouring_footpoints, projection_statistic)
@@ -800,7 +821,15 @@ APPROXIMATE_HELP = ("where no exact sampler can draw the release, release the st
                     "is approximate; R-hat and ESS in the diagnostics) instead of refusing")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: bool = True) -> argparse.ArgumentParser:
+    """The ``geodp`` parser. ``commands=False`` leaves out what the subcommands' own options need
+    from the library (the manifold specifications, the registered mechanisms): enough for
+    ``geodp --help`` and ``--version``, which then import neither NumPy nor SciPy."""
+    if commands:
+        from .manifolds.spec import SPEC_HELP
+        from .mechanisms.registry import MECHANISMS
+    else:
+        SPEC_HELP, MECHANISMS = "", {}
     parser = argparse.ArgumentParser(formatter_class=HELP,
         prog="geodp", description="Differential privacy on Riemannian manifolds.")
     from . import __version__
@@ -978,13 +1007,17 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand; every error is one line on stderr and exit status 2, never a
     traceback (exit 1 is left to Python for bugs)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if all(a.startswith("-") for a in argv):  # no subcommand: help, version or a usage error
+        build_parser(commands=False).parse_args(argv)  # exits
+    args = build_parser().parse_args(argv)
+
     import sqlite3
 
     from .parameters import ParameterError
     from .privacy import BudgetExceededError
     from .progress import showing
 
-    args = build_parser().parse_args(argv)
     try:
         with showing(not getattr(args, "quiet", False)):
             args.func(args)

@@ -13,15 +13,17 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-import numpy as np
+from typing import TYPE_CHECKING
 
-from . import datasets
-from .manifolds import Manifold
-from .manifolds.spec import SPEC_HELP, manifold_from_spec
-from .mechanisms.registry import MECHANISMS, lookup
+if TYPE_CHECKING:  # the command line imports NumPy and the library only when a command runs,
+    # so that 'geodp --help' stays fast (tests/test_cli_text.py checks what it imports)
+    import numpy as np
+
+    from .manifolds import Manifold
 
 
 def _to_json(x):
+    import numpy as np
     if isinstance(x, np.ndarray):
         return x.tolist()
     if isinstance(x, (np.floating, np.integer, np.bool_)):
@@ -31,6 +33,7 @@ def _to_json(x):
 
 def _finite_or_null(x):
     """NaN and infinities as null: strict JSON has no literal for them."""
+    import numpy as np
     if isinstance(x, dict):
         return {k: _finite_or_null(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
@@ -42,9 +45,109 @@ def _finite_or_null(x):
     return x
 
 
-def emit(payload: dict) -> None:
-    """Print a JSON object on standard output (strict JSON: NaN and infinities become null)."""
+def emit(payload: dict, fmt: str = "json") -> None:
+    """Print a JSON object on standard output (strict JSON: NaN and infinities become null), or
+    with ``fmt="text"`` the same content for people (``render_text``)."""
+    if fmt == "text":
+        print(render_text(payload), end="")
+        return
     print(json.dumps(_finite_or_null(payload), indent=2, default=_to_json, allow_nan=False))
+
+
+def _number(x) -> str:
+    import numpy as np
+    if isinstance(x, (bool, np.bool_)):
+        return "true" if x else "false"
+    if isinstance(x, (int, np.integer)):
+        return str(int(x))
+    return f"{float(x):.6g}"
+
+
+def _matrix_lines(a: np.ndarray) -> list[str]:
+    """An array as aligned text: a vector on one line, a matrix one row a line with its columns
+    right-aligned, higher ranks as their matrices one after the other."""
+    if a.ndim == 0:
+        return [_number(a.item())]
+    if a.ndim == 1:
+        return ["[" + "  ".join(_number(v) for v in a) + "]"]
+    if a.ndim > 2:
+        lines = []
+        for i, sub in enumerate(a):
+            lines += [f"[{i}]"] + ["  " + line for line in _matrix_lines(sub)]
+        return lines
+    cells = [[_number(v) for v in row] for row in a]
+    width = max((len(c) for row in cells for c in row), default=0)
+    return ["[" + "  ".join(c.rjust(width) for c in row) + "]" for row in cells]
+
+
+def _numeric_array(x) -> np.ndarray | None:
+    import numpy as np
+    if isinstance(x, np.ndarray) or (isinstance(x, list) and x):
+        try:
+            a = np.asarray(x)
+        except ValueError:
+            return None
+        if a.dtype.kind in "biuf" and a.ndim >= 1:
+            return a
+    return None
+
+
+def _text_lines(key: str, value, indent: int = 0) -> list[str]:
+    import numpy as np
+    pad = " " * indent
+    if isinstance(value, dict):
+        if not value:
+            return [f"{pad}{key}: (none)"]
+        lines = [f"{pad}{key}:"]
+        for k, v in value.items():
+            lines += _text_lines(str(k), v, indent + 2)
+        return lines
+    a = _numeric_array(value)
+    if a is not None:
+        rows = _matrix_lines(a)
+        if len(rows) == 1:
+            return [f"{pad}{key}: {rows[0]}"]
+        return [f"{pad}{key}:"] + [f"{pad}  {row}" for row in rows]
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return [f"{pad}{key}: (none)"]
+        lines = [f"{pad}{key}:"]
+        for v in value:
+            if isinstance(v, dict):
+                lines += _text_lines("-", v, indent + 2)
+            else:
+                lines.append(f"{pad}  - {v}")
+        return lines
+    if value is None:
+        return [f"{pad}{key}: (none)"]
+    if isinstance(value, (bool, int, float, np.generic)):
+        return [f"{pad}{key}: {_number(value)}"]
+    return [f"{pad}{key}: {value}"]
+
+
+def render_text(payload: dict) -> str:
+    """A release (or any payload) for people: the value first (a matrix as aligned rows), then
+    the guarantee statement, the public parameters, the rest of the public output, and the
+    non-private diagnostics last under a heading that says so."""
+    payload = dict(payload)
+    diagnostics = payload.pop("diagnostics_not_private", None)
+    lines: list[str] = []
+    if "value" in payload:
+        lines += _text_lines("value", payload.pop("value"))
+    if "statement" in payload:
+        lines.append(f"guarantee: {payload.pop('statement')}")
+        payload.pop("guarantee", None)
+    if "parameters" in payload:
+        lines += _text_lines("public parameters", payload.pop("parameters"))
+    for k, v in payload.items():
+        lines += _text_lines(k, v)
+    if diagnostics is not None:
+        diagnostics = dict(diagnostics)
+        note = diagnostics.pop("note", "")
+        lines += ["", "diagnostics_not_private:"] + ([f"  note: {note}"] if note else [])
+        for k, v in diagnostics.items():
+            lines += _text_lines(k, v, 2)
+    return "\n".join(lines) + "\n"
 
 
 def read_points(source: str, manifold: Manifold | None, chunked: bool = False
@@ -59,6 +162,7 @@ def read_points(source: str, manifold: Manifold | None, chunked: bool = False
     "points" would void the stated guarantee). A float32 array keeps its dtype, so that
     ``Manifold.check_point`` judges it at its own precision.
     """
+    from . import datasets
     not_chunked = ("error: --scheduler and --workers read chunked inputs: a .npy file, a "
                    "directory of .npy files or a Zarr array")
     if source in datasets.names():
@@ -91,6 +195,7 @@ def read_points(source: str, manifold: Manifold | None, chunked: bool = False
 
 def _read_chunked(source: str, manifold: Manifold):
     """A lazy dask array of the records at ``source`` (see ``read_points``)."""
+    from . import datasets
     shape = manifold.point_shape
     if Path(source).suffix == ".csv":
         raise SystemExit("error: --scheduler and --workers read chunked inputs: a .npy file, a "
@@ -108,6 +213,7 @@ def _read_chunked(source: str, manifold: Manifold):
 
 def _read_npy(source: str, shape: tuple[int, ...]) -> np.ndarray:
     """The (n, *shape) array of a .npy file, float64 or float32 (kept, see ``read_points``)."""
+    import numpy as np
     try:
         x = np.load(source, allow_pickle=False)
     except EOFError:
@@ -135,6 +241,7 @@ def csv_rows(source: str) -> list[list[str]]:
 
 def _read_csv(source: str, manifold: Manifold) -> np.ndarray:
     """The records of a CSV file, one point per row (see ``read_points``)."""
+    import numpy as np
     shape = manifold.point_shape
     size = int(np.prod(shape))
     rows = csv_rows(source)
@@ -156,6 +263,7 @@ def _read_csv(source: str, manifold: Manifold) -> np.ndarray:
 
 def _refuse_non_finite(source: str, x: np.ndarray, csv_file: bool) -> None:
     """Name the first record holding a NaN or an infinity: its CSV row (from 1) or .npy index."""
+    import numpy as np
     bad = ~np.isfinite(x.reshape(len(x), -1)).all(axis=1)
     if np.any(bad):
         first = int(np.argmax(bad))
@@ -165,6 +273,7 @@ def _refuse_non_finite(source: str, x: np.ndarray, csv_file: bool) -> None:
 
 
 def _manifold_arg(spec: str | None) -> Manifold | None:
+    from .manifolds.spec import manifold_from_spec
     if spec is None:
         return None
     try:
@@ -222,10 +331,11 @@ def cmd_mean(args: argparse.Namespace) -> None:
           "n": int(points.shape[0]), "value": res.mean, "iterations": res.iterations,
           "converged": res.converged,
           "grad_norm": float(res.grad_norm),
-          "max_radius": None if res.max_radius is None else float(res.max_radius)})
+          "max_radius": None if res.max_radius is None else float(res.max_radius)}, args.format)
 
 
 def cmd_datasets(args: argparse.Namespace) -> None:
+    from . import datasets
     rows = []
     for name in datasets.names():
         ds = datasets.load(name)
@@ -238,6 +348,7 @@ def cmd_datasets(args: argparse.Namespace) -> None:
 def read_center(spec: str, manifold: Manifold, option: str = "--center") -> np.ndarray:
     """A public point: 'identity' (SPD), a comma list or JSON array, or a .npy file; checked to lie
     on the manifold, errors naming the command-line ``option``."""
+    import numpy as np
     shape = manifold.point_shape
     if spec == "identity":
         if len(shape) != 2 or shape[0] != shape[1]:
@@ -269,6 +380,7 @@ def read_center(spec: str, manifold: Manifold, option: str = "--center") -> np.n
 
 def public_ball(args: argparse.Namespace, manifold: Manifold) -> tuple[np.ndarray, float, str]:
     """The (center, radius) of the release: from the options, or a built-in data set's bound."""
+    from . import datasets
     if args.center is not None and args.radius is not None:
         return read_center(args.center, manifold), args.radius, "given"
     why = ""
@@ -373,7 +485,7 @@ def cmd_release_mean(args: argparse.Namespace) -> None:
     rel = replace(rel, caveats=tuple(c.spelled(flag) for c in rel.caveats))
     emit({"manifold": repr(manifold), "data": args.data, "radius": radius, "ball": origin,
           "warnings": caught, **rel.as_dict(diagnostics=args.diagnostics),
-          **ledger_remaining(ledger)})
+          **ledger_remaining(ledger)}, args.format)
 
 
 def read_regression(source: str, manifold: Manifold | None) -> tuple[np.ndarray, np.ndarray, Manifold,
@@ -381,6 +493,8 @@ def read_regression(source: str, manifold: Manifold | None) -> tuple[np.ndarray,
     """Covariates, responses, manifold and the data set's public covariate range (None for
     files): a built-in data set with a covariate, an .npz file with arrays ``x`` (n,) and ``y``
     (n, *point_shape), or a CSV whose first column is the covariate and the rest one point."""
+    from . import datasets
+    import numpy as np
     if source in datasets.names():
         ds = datasets.load(source)
         if ds.covariates is None:
@@ -434,7 +548,7 @@ def cmd_release_regression(args: argparse.Namespace) -> None:
                                           max_steps=args.max_steps,
                                           allow_approximate=args.allow_approximate)
     emit({"manifold": repr(manifold), "data": args.data, "n": len(x),
-          **rel.as_dict(diagnostics=args.diagnostics), **ledger_remaining(ledger)})
+          **rel.as_dict(diagnostics=args.diagnostics), **ledger_remaining(ledger)}, args.format)
 
 
 PCA_SPACES = ("sphere:{last} (the leading eigenvector) or grassmann:{d}xK (the top-K principal "
@@ -444,6 +558,7 @@ PCA_SPACES = ("sphere:{last} (the leading eigenvector) or grassmann:{d}xK (the t
 def _row_length(source: str) -> int:
     """The length of a file's rows, from a .npy header or a CSV's first line (``read_points``
     then checks every row, and names a missing file or another type)."""
+    import numpy as np
     path = Path(source)
     if path.suffix == ".npy" and path.exists():
         try:
@@ -461,6 +576,7 @@ def _row_length(source: str) -> int:
 
 def pca_vectors(source: str) -> np.ndarray:
     """The rows z_i (n, D) of a built-in data set of vectors or of a .npy / .csv file."""
+    from . import datasets
     from .manifolds import Euclidean
 
     if source in datasets.names():
@@ -474,6 +590,7 @@ def pca_vectors(source: str) -> np.ndarray:
 
 
 def cmd_release_pca(args: argparse.Namespace) -> None:
+    from .manifolds.spec import manifold_from_spec
     from .learn import private_pca, private_principal_subspace
 
     points = pca_vectors(args.data)
@@ -493,7 +610,7 @@ def cmd_release_pca(args: argparse.Namespace) -> None:
                         steps=args.steps, lr=args.lr, clip_data=args.clip_data, rng=args.seed,
                         ledger=ledger, secure=args.secure)
     emit({"manifold": repr(manifold), "data": args.data, "dimension": d,
-          **rel.as_dict(diagnostics=args.diagnostics), **ledger_remaining(ledger)})
+          **rel.as_dict(diagnostics=args.diagnostics), **ledger_remaining(ledger)}, args.format)
 
 
 def _audit_claim(args: argparse.Namespace, notions: tuple[str, ...]):
@@ -548,6 +665,7 @@ def verdict(audited: float, claimed: float, ceiling: float, zero_informs: bool) 
 
 
 def cmd_audit(args: argparse.Namespace) -> None:
+    from .mechanisms.registry import lookup
     from .audit import (audit_mechanism, dp_rgd_step_sampler, kng_log_ratio_statistic,
                         kng_mean_neighbours, kng_mean_sampler, kng_regression_neighbours,
                         kng_regression_sampler, neighbouring_footpoints, projection_statistic)
@@ -684,7 +802,11 @@ DASK.add_argument("--scheduler", metavar="ADDRESS",
                        "data are read chunked, by the workers")
 DASK.add_argument("--workers", type=int, metavar="N",
                   help="run on a local Dask cluster of N worker processes started for the call")
-RELEASE = argparse.ArgumentParser(add_help=False, parents=[QUIET])
+FORMAT = argparse.ArgumentParser(add_help=False)
+FORMAT.add_argument("--format", choices=("json", "text"), default="json",
+                    help="output: JSON (for programs) or text for people (a matrix as aligned rows, "
+                         "the guarantee statement, the public parameters)")
+RELEASE = argparse.ArgumentParser(add_help=False, parents=[QUIET, FORMAT])
 RELEASE.add_argument("--ledger", help="budget ledger to charge (see 'geodp budget')")
 RELEASE.add_argument("--seed", type=int, help="seed for reproducible noise (default: OS entropy)")
 RELEASE.add_argument("--diagnostics", action="store_true",
@@ -699,7 +821,15 @@ APPROXIMATE_HELP = ("where no exact sampler can draw the release, release the st
                     "is approximate; R-hat and ESS in the diagnostics) instead of refusing")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: bool = True) -> argparse.ArgumentParser:
+    """The ``geodp`` parser. ``commands=False`` leaves out what the subcommands' own options need
+    from the library (the manifold specifications, the registered mechanisms): enough for
+    ``geodp --help`` and ``--version``, which then import neither NumPy nor SciPy."""
+    if commands:
+        from .manifolds.spec import SPEC_HELP
+        from .mechanisms.registry import MECHANISMS
+    else:
+        SPEC_HELP, MECHANISMS = "", {}
     parser = argparse.ArgumentParser(formatter_class=HELP,
         prog="geodp", description="Differential privacy on Riemannian manifolds.")
     from . import __version__
@@ -707,7 +837,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"geodp {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("mean", formatter_class=HELP, parents=[QUIET, DASK],
+    p = sub.add_parser("mean", formatter_class=HELP, parents=[QUIET, FORMAT, DASK],
                        help="Fréchet mean of manifold-valued data (not private)",
                        description="Compute the Fréchet mean by Riemannian gradient descent.")
     p.add_argument("data", help="a .npy/.csv file or a built-in data set name (see 'geodp datasets')")
@@ -877,13 +1007,17 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand; every error is one line on stderr and exit status 2, never a
     traceback (exit 1 is left to Python for bugs)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if all(a.startswith("-") for a in argv):  # no subcommand: help, version or a usage error
+        build_parser(commands=False).parse_args(argv)  # exits
+    args = build_parser().parse_args(argv)
+
     import sqlite3
 
     from .parameters import ParameterError
     from .privacy import BudgetExceededError
     from .progress import showing
 
-    args = build_parser().parse_args(argv)
     try:
         with showing(not getattr(args, "quiet", False)):
             args.func(args)

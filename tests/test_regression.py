@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from conftest import MANIFOLDS, base_point, needs, safe_radius
@@ -42,6 +42,9 @@ def test_exp_adjoints_match_finite_differences(name, seed, length, x):
     rng, p, v, y = _setup(m, seed, length, 0.3)
     w = x * v
     yhat = m.exp(p, w)
+    # y within 0.05 of yhat's cut locus: the logarithm there loses digits (its differential grows
+    # like 1 / sin of the angle), which the 1e-6 central differences amplify a millionfold
+    assume(float(m.dist(yhat, y)) < m.injectivity_radius - 0.05)
     eps = m.log(yhat, y)
     ap, av = m.exp_adjoints(p, w, eps)
     m.check_tangent(p, ap)

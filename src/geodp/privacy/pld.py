@@ -155,8 +155,8 @@ class PrivacyLossDistribution:
                           _up(self.max_loss + other.max_loss), self.pure and other.pure,
                           self.errors + other.errors + err, tail_mass)
 
-    def self_compose(self, count: int,
-                     tail_mass: float = DEFAULT_TAIL_MASS) -> "PrivacyLossDistribution":
+    def self_compose(self, count: int, tail_mass: float = DEFAULT_TAIL_MASS, *,
+                     window_above: int = 1 << 22) -> "PrivacyLossDistribution":
         """The PLD of ``count`` runs of this mechanism, by one FFT raised to the power ``count``.
 
         The transform covers a window [lo, hi] of the composed losses chosen by Chernoff bounds,
@@ -173,7 +173,7 @@ class PrivacyLossDistribution:
         full = count * (len(x) - 1) + 1
         lo, size = count * self.offset, full
         wrapped = 0.0
-        if full > 1 << 22:
+        if full > window_above:
             lo, hi = self._chernoff_window(count, tail_mass)
             size = hi - lo + 1
             wrapped = tail_mass
@@ -434,6 +434,18 @@ def subsampled_gaussian_pld(noise_multiplier: float, sample_rate: float, directi
                          lambda l: mix_sf(x_of(-l)), lambda l: mix_cdf(x_of(-l)),
                          math.inf, False)
     raise ValueError(f"direction must be 'remove' or 'add', got {direction!r}")
+
+
+def subsampled_gaussian_epsilon(noise_multiplier: float, sample_rate: float, steps: int,
+                                delta: float, step: float = DEFAULT_STEP,
+                                tail_mass: float = DEFAULT_TAIL_MASS) -> float:
+    """Epsilon at ``delta`` of ``steps`` Poisson-subsampled Gaussian steps (both directions) on a
+    grid of step ``step``, always windowed by Chernoff bounds (a valid upper bound at any step;
+    used with a coarse step to steer ``noise_multiplier_for`` cheaply)."""
+    directions = ("remove", "add") if sample_rate < 1 else ("remove",)
+    return max(subsampled_gaussian_pld(noise_multiplier, sample_rate, d, step, tail_mass)
+               .self_compose(steps, tail_mass, window_above=0).epsilon(delta)
+               for d in directions)
 
 
 class PLDAccountant:

@@ -8,8 +8,8 @@ from collections.abc import Callable
 import numpy as np
 from scipy import optimize, special
 
-from .conversions import check_count, check_delta, check_positive, rdp_to_approx
-from .pld import PLDAccountant
+from .conversions import check_count, check_delta, check_positive, gdp_epsilon, gdp_mu, rdp_to_approx
+from .pld import PLDAccountant, subsampled_gaussian_epsilon
 
 #: Orders at which curves are tracked. Fractional orders wherever the optimum can fall: a
 #: geometric grid towards 1, steps of 0.1 up to 11 (dp-accounting's default grid is a subset),
@@ -304,6 +304,10 @@ def composed_epsilon(noise_multiplier: float, delta: float, sample_rate: float =
         return RDPAccountant().compose_gaussian(noise_multiplier, steps, sample_rate,
                                                 sampling).epsilon(delta)
     if accountant == "pld":
+        if sample_rate == 1.0 and sampling == "poisson" and steps > 0:
+            # T full-batch Gaussian steps are exactly sqrt(T)/z-GDP: no discretisation needed
+            return gdp_epsilon(np.sqrt(steps) / check_positive("noise_multiplier",
+                                                               noise_multiplier), delta)
         return PLDAccountant().compose_gaussian(noise_multiplier, steps, sample_rate,
                                                 sampling).epsilon(delta)
     raise ValueError(f"accountant must be one of {ACCOUNTANTS}, got {accountant!r}")
@@ -314,10 +318,14 @@ def noise_multiplier_for(epsilon: float, delta: float, sample_rate: float = 1.0,
     """Smallest noise multiplier z (to 1e-6 relative) whose composition of ``steps`` subsampled
     Gaussian steps is (epsilon, delta)-DP by the chosen accountant.
 
-    ``accountant="pld"`` (default; Poisson sampling only) uses ``PLDAccountant``, the tightest;
-    ``"rdp"`` uses ``RDPAccountant`` (also sampling without replacement). epsilon(z) is
-    decreasing in z: bracket geometrically, then Brent's method on log z; the returned z is the
-    upper end of the final bracket, so the guarantee holds at the returned value.
+    ``accountant="pld"`` (default; Poisson sampling only) uses ``PLDAccountant``, the tightest
+    (at ``sample_rate=1`` the composition is exactly sqrt(T)/z-GDP: the closed form is used, as by
+    ``composed_epsilon``); ``"rdp"`` uses ``RDPAccountant`` (also sampling without replacement).
+    epsilon(z) is decreasing in z. RDP: bracket geometrically, then Brent's method on log z.
+    PLD: the RDP answer bounds z from above; a secant on coarse grids (steps 1e-3 and 2e-3,
+    extrapolated in step^2 to the accountant's 1e-4) locates the root, then Newton steps on the
+    accountant's own epsilon finish it (usually one or two full evaluations). Either way the
+    returned z has been evaluated by the accountant itself and meets the target there.
     """
     epsilon = check_positive("epsilon", epsilon)
     check_delta(delta)
@@ -332,7 +340,15 @@ def noise_multiplier_for(epsilon: float, delta: float, sample_rate: float = 1.0,
         return composed_epsilon(np.exp(log_z), delta, sample_rate, steps, sampling,
                                 accountant) - epsilon
 
+    if accountant == "pld" and sample_rate == 1.0:
+        z = float(np.sqrt(steps) / gdp_mu(epsilon, delta))
+        while excess(np.log(z)) > 0:
+            z = float(np.nextafter(z, np.inf))
+        return z
     if accountant == "pld":
+        z = _pld_multiplier(epsilon, delta, float(sample_rate), steps, excess)
+        if z is not None:
+            return z
         # the RDP answer is feasible for PLD too (PLD's epsilon is never larger): bracket below it
         hi = np.log(noise_multiplier_for(epsilon, delta, sample_rate, steps, sampling, "rdp"))
         lo = hi + np.log(0.85)
@@ -355,3 +371,86 @@ def noise_multiplier_for(epsilon: float, delta: float, sample_rate: float = 1.0,
     while excess(np.log(z)) > 0:
         z *= 1.0 + 1e-6
     return z
+
+
+#: Grid steps of the coarse PLD evaluations steering the PLD calibration (``_pld_multiplier``).
+_COARSE_STEPS = (1e-3, 2e-3)
+#: Relative tolerance on z of ``noise_multiplier_for``, and the margin aimed above the root.
+_Z_TOL, _Z_MARGIN = 1e-6, 3e-7
+
+
+def _pld_multiplier(epsilon: float, delta: float, q: float, steps: int,
+                    excess: Callable[[float], float]) -> float | None:
+    """The PLD calibration's fast path, or None (then the caller's bracketing search runs).
+
+    1. z_rdp (the RDP calibration) is feasible for PLD, whose epsilon is never larger.
+    2. A safeguarded secant on log z finds the root of the coarse epsilon e_h (grid step
+       h = 1e-3, a few ms each) to 1e-5; e_h - e_0 ~ c h^2 (connect-the-dots), so one more
+       evaluation at 2h gives the offset to the accountant's grid (h0 = 1e-4) and the slope
+       d e / d log z from the secant moves the estimate by Newton.
+    3. Newton steps on ``excess`` (the accountant's own epsilon, step 1e-4), slope from the coarse
+       secant (refined by a secant once two full evaluations are close), each aimed ``_Z_MARGIN``
+       above the predicted root; stop at a point that meets the target with the predicted root
+       within ``_Z_TOL`` below it. Only points ``excess`` has certified are returned.
+    """
+    from .pld import DEFAULT_STEP
+
+    hi = float(np.log(noise_multiplier_for(epsilon, delta, q, steps, "poisson", "rdp")))
+    h1, h2 = _COARSE_STEPS
+
+    def coarse(log_z: float, h: float = h1) -> float:
+        return subsampled_gaussian_epsilon(float(np.exp(log_z)), q, steps, delta, h) - epsilon
+
+    # safeguarded secant on the coarse excess; bracket [a, b] with coarse(a) > 0 >= coarse(b)
+    pts = [(hi, coarse(hi))]
+    x = hi + np.log(0.9)
+    a, b = -np.inf, (hi if pts[0][1] <= 0 else np.inf)
+    if pts[0][1] > 0:
+        a = hi
+    for _ in range(40):
+        f = coarse(x)
+        if not np.isfinite(f):
+            a = max(a, x)
+            x = 0.5 * (x + pts[-1][0]) if np.isfinite(pts[-1][1]) else x + 0.5
+            continue
+        pts.append((x, f))
+        if f > 0:
+            a = max(a, x)
+        else:
+            b = min(b, x)
+        (x0, f0), (x1, f1) = pts[-2], pts[-1]
+        if abs(x1 - x0) < 1e-5 and abs(f1) < 1e-4:
+            break
+        nxt = x1 - f1 * (x1 - x0) / (f1 - f0) if f1 != f0 else x1 - 0.1
+        if np.isfinite(a) and np.isfinite(b) and not a < nxt < b:
+            nxt = 0.5 * (a + b)
+        elif not np.isfinite(nxt) or abs(nxt - x1) > 1.0:
+            nxt = x1 + np.clip(nxt - x1, -1.0, 1.0) if np.isfinite(nxt) else x1 - 0.5
+        if x1 < np.log(1e-6):
+            return None
+        x = nxt
+    else:
+        return None
+    (x0, f0), (x1, f1) = pts[-2], pts[-1]
+    slope = (f1 - f0) / (x1 - x0) if x1 != x0 else np.nan
+    if not (np.isfinite(slope) and slope < 0):
+        return None
+    root = x1 - f1 / slope
+    # the offset of the accountant's grid, extrapolated in step^2 from h1 and h2
+    shift = (coarse(root, h2) - coarse(root, h1)) * (h1 ** 2 - DEFAULT_STEP ** 2) / (h2 ** 2 - h1 ** 2)
+    root += shift / slope
+    full: list[tuple[float, float]] = []
+    for _ in range(6):
+        x = root + _Z_MARGIN
+        f = excess(x)
+        if not np.isfinite(f):
+            return None
+        full.append((x, f))
+        if len(full) >= 2 and abs(full[-1][0] - full[-2][0]) > 1e-8:
+            (u0, g0), (u1, g1) = full[-2], full[-1]
+            if g1 != g0 and (g1 - g0) / (u1 - u0) < 0:
+                slope = (g1 - g0) / (u1 - u0)
+        root = x - f / slope
+        if f <= 0 and x - root <= _Z_TOL:
+            return float(np.exp(x))
+    return None

@@ -79,6 +79,12 @@ def _grid_min(f, size: int) -> float:
     return at(lo)
 
 
+def _l2(x: np.ndarray) -> float:
+    """Euclidean norm without BLAS (whose threads, woken for one dot product, can cost
+    milliseconds on a busy machine; these norms only scale the rounding-error bounds)."""
+    return math.sqrt(float(np.sum(x * x)))
+
+
 def _fft_error(size: int, norms: float) -> float:
     """Bound on the l1 error of an FFT convolution of length ``size`` whose factors have l2 norms
     whose sum is ``norms``: ||dy||_1 <= sqrt(N) ||dy||_2 and ||dy||_2 <= 5 eps log2(N) (norms + 1)
@@ -148,7 +154,7 @@ class PrivacyLossDistribution:
             raise ValueError(f"PLDs on different grids cannot be composed (step {self.step} and "
                              f"{other.step})")
         pmf = _convolve(self.pmf, other.pmf)
-        err = _fft_error(len(pmf), float(np.linalg.norm(self.pmf) + np.linalg.norm(other.pmf)))
+        err = _fft_error(len(pmf), _l2(self.pmf) + _l2(other.pmf))
         m1, m2 = self.mass(), other.mass()
         inf = self.infinity_mass * (m2 + other.infinity_mass) + m1 * other.infinity_mass
         return _truncated(self.step, self.offset + other.offset, np.maximum(pmf, 0.0), inf + err,
@@ -186,7 +192,7 @@ class PrivacyLossDistribution:
         y = fft.irfft(powered, n)
         start = (lo - count * self.offset) % n
         pmf = np.roll(y, -start)[:size]
-        err = _power_error(n, count, np.abs(spectrum), np.abs(powered), float(np.linalg.norm(y)))
+        err = _power_error(n, count, np.abs(spectrum), np.abs(powered), _l2(y))
         m, i = self.mass(), self.infinity_mass
         inf = (m + i) ** count - m ** count
         return _truncated(self.step, lo, np.maximum(pmf, 0.0), inf + wrapped + err,

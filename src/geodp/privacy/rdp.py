@@ -383,62 +383,72 @@ def _pld_multiplier(epsilon: float, delta: float, q: float, steps: int,
                     excess: Callable[[float], float]) -> float | None:
     """The PLD calibration's fast path, or None (then the caller's bracketing search runs).
 
-    1. z_rdp (the RDP calibration) is feasible for PLD, whose epsilon is never larger.
+    1. Start from the central limit theorem's answer (Bu et al. 2020: T Poisson-subsampled
+       Gaussian steps are about mu-GDP with mu = q sqrt(T (e^(1/z^2) - 1))), a guess only.
     2. A safeguarded secant on log z finds the root of the coarse epsilon e_h (grid step
-       h = 1e-3, a few ms each) to 1e-5; e_h - e_0 ~ c h^2 (connect-the-dots), so one more
-       evaluation at 2h gives the offset to the accountant's grid (h0 = 1e-4) and the slope
-       d e / d log z from the secant moves the estimate by Newton.
-    3. Newton steps on ``excess`` (the accountant's own epsilon, step 1e-4), slope from the coarse
-       secant (refined by a secant once two full evaluations are close), each aimed ``_Z_MARGIN``
-       above the predicted root; stop at a point that meets the target with the predicted root
-       within ``_Z_TOL`` below it. Only points ``excess`` has certified are returned.
+       h = 1e-3, a few ms each) to about 1e-6; e_h - e_0 ~ c h^2 (connect-the-dots), so one
+       evaluation at 2h gives the offset to the accountant's grid (h0 = 1e-4), and the slope
+       d e / d log z of the secant turns it into a move of log z.
+    3. Newton steps on ``excess`` (the accountant's own epsilon, step 1e-4) with that slope
+       (replaced by the secant of two full evaluations once they are apart), each aimed
+       ``_Z_MARGIN`` above the predicted root; stop at a point that meets the target with the
+       predicted root within ``_Z_TOL`` below it (usually after two full evaluations). Only
+       points ``excess`` has certified are returned.
     """
     from .pld import DEFAULT_STEP
 
-    hi = float(np.log(noise_multiplier_for(epsilon, delta, q, steps, "poisson", "rdp")))
     h1, h2 = _COARSE_STEPS
+    mu = gdp_mu(epsilon, delta)
+    ratio = mu * mu / (q * q * steps)
+    if not (np.isfinite(ratio) and ratio > 0):
+        return None
+    x = -0.5 * float(np.log(np.log1p(ratio)))
 
     def coarse(log_z: float, h: float = h1) -> float:
         return subsampled_gaussian_epsilon(float(np.exp(log_z)), q, steps, delta, h) - epsilon
 
-    # safeguarded secant on the coarse excess; bracket [a, b] with coarse(a) > 0 >= coarse(b)
-    pts = [(hi, coarse(hi))]
-    x = hi + np.log(0.9)
-    a, b = -np.inf, (hi if pts[0][1] <= 0 else np.inf)
-    if pts[0][1] > 0:
-        a = hi
+    # safeguarded secant on the coarse excess; bracket (a, b) with coarse(a) > 0 >= coarse(b)
+    a, b = -np.inf, np.inf
+    pts: list[tuple[float, float]] = []
+    nxt = x
+    slope = np.nan
     for _ in range(40):
+        x = nxt
+        if not -14.0 < x < 14.0:
+            return None
         f = coarse(x)
         if not np.isfinite(f):
             a = max(a, x)
-            x = 0.5 * (x + pts[-1][0]) if np.isfinite(pts[-1][1]) else x + 0.5
+            nxt = 0.5 * (a + b) if np.isfinite(b) else x + 0.5
             continue
-        pts.append((x, f))
         if f > 0:
             a = max(a, x)
         else:
             b = min(b, x)
+        pts.append((x, f))
+        if len(pts) == 1:
+            nxt = x + (np.log(1.1) if f > 0 else -np.log(1.1))
+            continue
         (x0, f0), (x1, f1) = pts[-2], pts[-1]
-        if abs(x1 - x0) < 1e-5 and abs(f1) < 1e-4:
+        if f1 != f0 and x1 != x0:
+            slope = (f1 - f0) / (x1 - x0)
+        if np.isfinite(slope) and slope < 0 and abs(f1 / slope) < 1e-6:
             break
-        nxt = x1 - f1 * (x1 - x0) / (f1 - f0) if f1 != f0 else x1 - 0.1
-        if np.isfinite(a) and np.isfinite(b) and not a < nxt < b:
+        nxt = x1 - f1 / slope if np.isfinite(slope) and slope < 0 else np.nan
+        if not np.isfinite(nxt):
+            nxt = 0.5 * (a + b) if np.isfinite(a) and np.isfinite(b) else x1 + (0.5 if f1 > 0 else -0.5)
+        elif np.isfinite(a) and np.isfinite(b) and not a < nxt < b:
             nxt = 0.5 * (a + b)
-        elif not np.isfinite(nxt) or abs(nxt - x1) > 1.0:
-            nxt = x1 + np.clip(nxt - x1, -1.0, 1.0) if np.isfinite(nxt) else x1 - 0.5
-        if x1 < np.log(1e-6):
-            return None
-        x = nxt
+        else:
+            nxt = x1 + float(np.clip(nxt - x1, -1.0, 1.0))
     else:
         return None
-    (x0, f0), (x1, f1) = pts[-2], pts[-1]
-    slope = (f1 - f0) / (x1 - x0) if x1 != x0 else np.nan
     if not (np.isfinite(slope) and slope < 0):
         return None
-    root = x1 - f1 / slope
+    x1, f1 = pts[-1]
     # the offset of the accountant's grid, extrapolated in step^2 from h1 and h2
-    shift = (coarse(root, h2) - coarse(root, h1)) * (h1 ** 2 - DEFAULT_STEP ** 2) / (h2 ** 2 - h1 ** 2)
-    root += shift / slope
+    shift = (coarse(x1, h2) - f1) * (h1 ** 2 - DEFAULT_STEP ** 2) / (h2 ** 2 - h1 ** 2)
+    root = x1 - (f1 - shift) / slope
     full: list[tuple[float, float]] = []
     for _ in range(6):
         x = root + _Z_MARGIN

@@ -342,7 +342,7 @@ def noise_multiplier_for(epsilon: float, delta: float, sample_rate: float = 1.0,
 
     if accountant == "pld" and sample_rate == 1.0:
         z = float(np.sqrt(steps) / gdp_mu(epsilon, delta))
-        while excess(np.log(z)) > 0:
+        while composed_epsilon(z, delta, 1.0, steps, sampling, accountant) > epsilon:
             z = float(np.nextafter(z, np.inf))
         return z
     if accountant == "pld":

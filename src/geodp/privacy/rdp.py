@@ -299,7 +299,10 @@ ACCOUNTANTS = ("pld", "rdp")
 
 def composed_epsilon(noise_multiplier: float, delta: float, sample_rate: float = 1.0,
                      steps: int = 1, sampling: str = "poisson", accountant: str = "pld") -> float:
-    """Epsilon at ``delta`` of ``steps`` subsampled Gaussian steps by the chosen accountant."""
+    """Epsilon at ``delta`` of ``steps`` subsampled Gaussian steps by the chosen accountant.
+
+    With ``accountant="pld"`` and ``sample_rate=1`` the composition is exactly sqrt(T)/z-GDP, and
+    its epsilon is read from the closed form (``gdp_epsilon``) instead of a discretised PLD."""
     if accountant == "rdp":
         return RDPAccountant().compose_gaussian(noise_multiplier, steps, sample_rate,
                                                 sampling).epsilon(delta)

@@ -4,7 +4,10 @@ Prints, for Poisson-subsampled Gaussians at delta = 1e-5:
 - PLD: epsilon and time of geodp's PLDAccountant and of dp-accounting's (same grid step 1e-4),
   their ratio, and the T = 10^5 composition time (target: under 2 s on 2 cores);
 - RDP: the ratio of geodp's epsilon to dp-accounting's over z in {0.5, 0.8, 1.1, 2, 4, 10},
-  q in {1e-3, 1e-2, 0.1, 0.5}, T in {1, 100, 10^4} (target: never above 1) and to the PLD value.
+  q in {1e-3, 1e-2, 0.1, 0.5}, T in {1, 100, 10^4} (target: never above 1) and to the PLD value;
+- calibration (issue 31): ``noise_multiplier_for`` by PLD against by RDP, timed alternately in
+  the same run, warm (RDP curves cached, best of repeats) and cold (caches cleared before every
+  call, median), with their ratio (target: PLD at most 10x RDP).
 dp-accounting is the ``accounting`` extra (``pip install '.[accounting]'``); without it only
 geodp's rows are printed.
 """
@@ -20,7 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import best_time, print_table  # noqa: E402
 
-from geodp.privacy import PLDAccountant, RDPAccountant  # noqa: E402
+from geodp.privacy import PLDAccountant, RDPAccountant, noise_multiplier_for  # noqa: E402
+from geodp.privacy import rdp as _rdp  # noqa: E402
 
 DELTA = 1e-5
 
@@ -83,6 +87,37 @@ def main():
     mid = sorted(r[0] for r in above_pld)[len(above_pld) // 2]
     print(f"  geodp RDP / geodp PLD epsilon: median {mid:.3f}, max {hi[0]:.3f} at {hi[1:]}, "
           f"min {lo[0]:.4f} at {lo[1:]}")
+    calibration()
+
+
+def calibration(rounds: int = 5) -> None:
+    """noise_multiplier_for by PLD and by RDP, interleaved: warm and cold ratios per setting."""
+    print("\nCalibration: noise_multiplier_for(eps, 1e-5, q, T), PLD (default) against RDP")
+    rows = []
+    for eps, q, steps in [(1.0, 0.01, 1000), (2.0, 0.01, 500), (1.0, 1e-3, 10_000),
+                          (8.0, 0.1, 100), (1.0, 1.0, 100)]:
+        warm, cold = {"pld": [], "rdp": []}, {"pld": [], "rdp": []}
+        for _ in range(rounds):
+            for acc in ("rdp", "pld"):
+                def call(acc=acc):
+                    return noise_multiplier_for(eps, DELTA, q, steps, accountant=acc)
+                _rdp._poisson_curve.cache_clear()
+                t0 = time.perf_counter()
+                z = call()
+                cold[acc].append(time.perf_counter() - t0)
+                warm[acc].append(best_time(call, 3)[0])
+                if acc == "pld":
+                    z_pld = z
+        w = [p / r for p, r in zip(warm["pld"], warm["rdp"])]
+        c = [p / r for p, r in zip(cold["pld"], cold["rdp"])]
+        rows.append({"eps": eps, "q": q, "T": steps, "z (PLD)": f"{z_pld:.8f}",
+                     "RDP warm ms": f"{1e3 * min(warm['rdp']):.2f}",
+                     "PLD warm ms": f"{1e3 * min(warm['pld']):.1f}",
+                     "warm ratio": f"{min(w):.1f}-{max(w):.1f}",
+                     "RDP cold ms": f"{1e3 * sorted(cold['rdp'])[rounds // 2]:.1f}",
+                     "PLD cold ms": f"{1e3 * sorted(cold['pld'])[rounds // 2]:.1f}",
+                     "cold ratio": f"{min(c):.1f}-{max(c):.1f}"})
+    print_table(rows, list(rows[0]))
 
 
 if __name__ == "__main__":

@@ -504,3 +504,45 @@ def test_running_on_keeps_the_last_half_of_all_steps(monkeypatch):
                                 allow_approximate=True)
     assert done[0] == 50 and info.mcmc.burn_in == 25
     assert np.array_equal(info.mcmc.trace[:, 0], np.arange(25, 50))
+
+
+def test_convex_sampler_evaluates_gradients_lazily_with_the_eager_draws():
+    """sample_convex evaluates gradient norms in chunks, in order, until the wanted draws are
+    accepted: the draws are those of evaluating the whole batch (same proposals and uniforms)."""
+    from geodp.mechanisms.envelope import accumulate
+    from geodp.mechanisms.kng import convex_proposal, sample_convex
+
+    m = SPD(3)
+    rng = np.random.default_rng(3)
+    center = np.eye(3)
+    data = m.random_ball(center, 1.0, 200, rng)
+    lam, radius, scale = 0.5, 2.0, 1.0
+    minimiser = geodp.statistics.frechet_mean(m, data).mean
+    rows = []
+
+    def grad_norm(p):
+        rows.append(len(p))
+        return m.norm(p, m.mean_log_and_value(p, data, np.full(len(data), 1 / len(data)))[0])
+
+    for size in (None, 30):
+        rows.clear()
+        lazy, info = sample_convex(m, grad_norm, minimiser, lam, center, radius, scale,
+                                   np.random.default_rng(7), size)
+        evaluated = sum(rows)
+        proposal = convex_proposal(m, lam, center, radius, scale)
+        eager_rng = np.random.default_rng(7)
+        slack = float(grad_norm(minimiser[None])[0])
+
+        def eager(batch, proposal=proposal, eager_rng=eager_rng, slack=slack):
+            x = proposal.sample(minimiser, batch, eager_rng)
+            gap = grad_norm(x) - lam * m.dist(minimiser, x) + slack
+            return x[np.log(eager_rng.random(batch)) <= -np.maximum(gap, 0.0) / scale]
+
+        wanted = 1 if size is None else size
+        rows.clear()
+        draws, _ = accumulate(eager, wanted, 0.1, 1e-6, 100_000)
+        np.testing.assert_array_equal(lazy, draws[0] if size is None else draws)
+        assert info.exact and 0 < info.acceptance_rate <= 1
+        assert evaluated <= sum(rows) + 1
+        if size is None:  # one draw: the first chunks only, not the whole 256-proposal batch
+            assert evaluated < sum(rows) - 100, (evaluated, sum(rows), info.acceptance_rate)

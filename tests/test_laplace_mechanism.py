@@ -326,3 +326,20 @@ def test_tiny_scales_sample_exactly_from_the_gamma_limit(name):
         if scale >= 1e-12:  # below, a move is under the rounding of a generic point's coordinates
             r = m.dist(p, x) / scale
             assert stats.kstest(r, stats.gamma(m.dim).cdf).pvalue > ALPHA
+
+
+def test_restricted_sampler_skips_the_uniform_ball_pilot_when_the_law_mostly_lands_inside(monkeypatch):
+    """A wide SPD ball (digits-covariance's public ball has radius 31): uniform proposals there
+    accept below 1e-4 and their pilot cost 10^6 volume densities. When the unrestricted law keeps
+    half its proposals, it is used without that pilot; the draws stay in the ball."""
+    m = SPD(5)
+
+    def no_uniform(*args, **kwargs):
+        raise AssertionError("uniform ball proposals piloted")
+
+    monkeypatch.setattr(m, "random_ball", no_uniform)
+    mech = RiemannianLaplace(m, 0.1, restrict_to=(np.eye(5), 31.0))
+    mech.check_exact(np.random.default_rng(0))
+    x = mech.sample(np.eye(5) * 1.5, 50, np.random.default_rng(1))
+    assert np.all(m.dist(np.eye(5), x) <= 31.0)
+    assert "unrestricted law" in mech.last_info.method

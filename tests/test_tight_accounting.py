@@ -333,3 +333,45 @@ def test_against_dp_accounting_pld_when_installed():
         ref = theirs.get_epsilon(1e-5)
         ours = PLDAccountant().compose_gaussian(z, steps, q).epsilon(1e-5)
         assert ref * (1 - 1e-3) <= ours <= ref * 1.005
+
+
+#: noise_multiplier_for(eps, delta, q, T) by the Brent search before issue 31 (PLD, step 1e-4)
+OLD_PLD_MULTIPLIERS = [((1.0, 1e-5, 0.01, 1000), 1.4146312705580033),
+                       ((2.0, 1e-5, 0.01, 500), 0.8518987592208613),
+                       ((8.0, 1e-6, 0.1, 100), 1.0038911676749396),
+                       ((3.0, 1e-5, 0.5, 10), 2.47859111094289),
+                       ((1.0, 1e-5, 0.3, 1), 1.9420341641619634),
+                       ((0.1, 1e-5, 0.01, 10), 1.5973862535766183),
+                       ((0.05, 1e-8, 0.001, 1), 1.0914921320903224)]
+
+
+@pytest.mark.parametrize("args, old", OLD_PLD_MULTIPLIERS)
+def test_fast_pld_calibration_agrees_with_the_brent_search(args, old, monkeypatch):
+    import geodp.privacy.rdp as rdp_module
+    full = []
+    original = rdp_module.composed_epsilon
+    monkeypatch.setattr(rdp_module, "composed_epsilon",
+                        lambda *a, **k: full.append(a) or original(*a, **k))
+    eps, delta, q, steps = args
+    z = noise_multiplier_for(*args)
+    assert len(full) <= 4  # the fast path, not the fallback search (about 20 evaluations)
+    monkeypatch.undo()
+    assert abs(z / old - 1) <= 1e-6 and z >= old * (1 - 1e-9)
+    # meets the target by the accountant's own evaluation, and is minimal to 1e-6
+    assert composed_epsilon(z, delta, q, steps) <= eps
+    assert composed_epsilon(z * (1 - 1e-6), delta, q, steps) > eps
+    # and by an independent evaluation: a finer grid (connect-the-dots is pessimistic at any step)
+    fine = PLDAccountant(step=3e-5).compose_gaussian(z, steps, q)
+    assert fine.epsilon(delta) <= eps
+
+
+@pytest.mark.parametrize("eps, delta, steps", [(1.0, 1e-5, 100), (0.3, 1e-6, 1), (5.0, 1e-5, 1000)])
+def test_full_batch_calibration_is_the_exact_gdp_composition(eps, delta, steps):
+    z = noise_multiplier_for(eps, delta, 1.0, steps)
+    mu = math.sqrt(steps) / z
+    assert _delta_mp(mu, eps) <= delta  # exact: T Gaussians with sigma z are sqrt(T)/z-GDP
+    assert _delta_mp(mu * (1 + 1e-6), eps) > delta
+    assert composed_epsilon(z, delta, 1.0, steps) == gdp_epsilon(mu, delta) <= eps
+    # the discretised PLD (pessimistic) reads a hair more at the same z
+    pld = PLDAccountant().compose_gaussian(z, steps, 1.0).epsilon(delta)
+    assert eps * (1 - 1e-6) <= pld <= eps * (1 + 1e-4)

@@ -111,14 +111,16 @@ def accumulate(propose: Callable[[int], Array], n: int, rate: float, min_rate: f
     """Call ``propose(batch)`` (which returns the accepted draws of ``batch`` proposals) until
     ``n`` draws are accepted, sizing batches by the acceptance rate observed so far, counting the
     first guess ``rate`` as one acceptance in 1/rate proposals (so a batch without acceptances
-    lowers the estimate gradually, never below ``min_rate``). Returns the n draws and the
+    lowers the estimate gradually, never below ``min_rate``). ``propose`` may also return
+    (accepted draws, proposals examined) when it stops early. Returns the n draws and the
     acceptance rate."""
     out, got, proposed = [], 0, 0
     while got < n:
         guess = max((got + 1) / (proposed + 1 / rate), min_rate)
         batch = int(min(max((n - got) / guess * 1.2, 256), max_batch))
-        accepted = propose(batch)
+        result = propose(batch)
+        accepted, examined = result if isinstance(result, tuple) else (result, batch)
         out.append(accepted)
         got += len(accepted)
-        proposed += batch
+        proposed += examined
     return np.concatenate(out)[:n], got / proposed

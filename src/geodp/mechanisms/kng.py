@@ -128,15 +128,31 @@ def sample_convex(manifold: Manifold, grad_norm: Callable[[Array], Array], minim
     proposal = convex_proposal(manifold, lam, center, radius, scale, allow_approximate)
     slack = float(grad_norm(minimiser[None])[0])
     chains = []
+    wanted = 1 if size is None else size
+    got = 0
 
-    def accepted(batch: int) -> Array:
+    def accepted(batch: int) -> tuple[Array, int]:
+        # the proposals and uniforms of the whole batch are drawn as before; the gradient norms
+        # (a pass over the data per proposal) are evaluated in growing chunks, in order, only
+        # until the draws still wanted are accepted: ``accumulate`` keeps the first accepted
+        # proposals in order, so the returned draws are the same (same law, same seeded output);
+        # the proposals never evaluated are not counted in the acceptance rate
+        nonlocal got
         m = proposal.sample(minimiser, batch, rng)
         if not proposal.last_info.exact:
             chains.append(proposal.last_info.mcmc)
-        gap = grad_norm(m) - lam * manifold.dist(minimiser, m) + slack
-        return m[np.log(rng.random(batch)) <= -np.maximum(gap, 0.0) / scale]
+        log_u = np.log(rng.random(batch))
+        keep = np.zeros(batch, dtype=bool)
+        done, chunk = 0, 8
+        while done < batch and got + int(keep.sum()) < wanted:
+            part = slice(done, min(batch, done + chunk))
+            gap = grad_norm(m[part]) - lam * manifold.dist(minimiser, m[part]) + slack
+            keep[part] = log_u[part] <= -np.maximum(gap, 0.0) / scale
+            done, chunk = part.stop, 2 * chunk
+        got += int(keep.sum())
+        return m[keep], done
 
-    draw, rate = accumulate(accepted, 1 if size is None else size, 0.1, 1e-6, 100_000)
+    draw, rate = accumulate(accepted, wanted, 0.1, 1e-6, 100_000)
     draw = draw[0] if size is None else draw
     if not chains:
         return draw, SamplerInfo("exact rejection from the restricted Riemannian Laplace (strong "

@@ -163,6 +163,13 @@ class RiemannianLaplace:
         pilot = 2000
         rates = {}
         for which in ("A", "B") if self._law is not None else ("B",):
+            if which == "B" and rates.get("A", 0.0) >= 0.5:
+                # A keeps half its proposals: B, whose every proposal is itself an accepted
+                # uniform draw from the ball (``random_ball`` rejects on the volume density, at
+                # a cost its rate does not count), cannot be more than twice as cheap, and its
+                # pilot can cost 10^6 volume densities (SPD, wide balls). Either proposal gives
+                # exact draws of the same law, and A's rate is above any min_acceptance
+                break
             try:
                 rates[which] = len(self._restricted_proposals(footpoint, pilot, rng, which)) / pilot
             except (LowAcceptanceError, RuntimeError):

@@ -49,6 +49,42 @@ def _grid_ceil(x: float, step: float) -> float:
     return (k + 1) * step if k * step < x else k * step
 
 
+#: The Chernoff parameters t tried by ``_chernoff_window`` (any t > 0 gives a valid bound).
+_CHERNOFF_TS = np.geomspace(1e-8, 1e1, 120)
+
+
+def _grid_min(f, size: int) -> float:
+    """min f(i) over i in 0..size-1 for f quasi-convex (unimodal) in i, by bisection on the sign
+    of f(i+1) - f(i): about 2 log2(size) evaluations instead of size.
+
+    The Chernoff bound g(t) = (T log M(t) - log beta) / t is quasi-convex on t > 0 (log M is
+    convex, so {t: g(t) <= a} = {t: T log M(t) - log beta - a t <= 0} is an interval), hence
+    unimodal along the grid. Should rounding break unimodality, the value returned is still
+    f at some grid point: still a valid (if looser) bound.
+    """
+    cache: dict[int, float] = {}
+
+    def at(i: int) -> float:
+        if i not in cache:
+            cache[i] = f(i)
+        return cache[i]
+
+    lo, hi = 0, size - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if at(mid) <= at(mid + 1):
+            hi = mid
+        else:
+            lo = mid + 1
+    return at(lo)
+
+
+def _l2(x: np.ndarray) -> float:
+    """Euclidean norm without BLAS (whose threads, woken for one dot product, can cost
+    milliseconds on a busy machine; these norms only scale the rounding-error bounds)."""
+    return math.sqrt(float(np.sum(x * x)))
+
+
 def _fft_error(size: int, norms: float) -> float:
     """Bound on the l1 error of an FFT convolution of length ``size`` whose factors have l2 norms
     whose sum is ``norms``: ||dy||_1 <= sqrt(N) ||dy||_2 and ||dy||_2 <= 5 eps log2(N) (norms + 1)
@@ -118,15 +154,15 @@ class PrivacyLossDistribution:
             raise ValueError(f"PLDs on different grids cannot be composed (step {self.step} and "
                              f"{other.step})")
         pmf = _convolve(self.pmf, other.pmf)
-        err = _fft_error(len(pmf), float(np.linalg.norm(self.pmf) + np.linalg.norm(other.pmf)))
+        err = _fft_error(len(pmf), _l2(self.pmf) + _l2(other.pmf))
         m1, m2 = self.mass(), other.mass()
         inf = self.infinity_mass * (m2 + other.infinity_mass) + m1 * other.infinity_mass
         return _truncated(self.step, self.offset + other.offset, np.maximum(pmf, 0.0), inf + err,
                           _up(self.max_loss + other.max_loss), self.pure and other.pure,
                           self.errors + other.errors + err, tail_mass)
 
-    def self_compose(self, count: int,
-                     tail_mass: float = DEFAULT_TAIL_MASS) -> "PrivacyLossDistribution":
+    def self_compose(self, count: int, tail_mass: float = DEFAULT_TAIL_MASS, *,
+                     window_above: int = 1 << 22) -> "PrivacyLossDistribution":
         """The PLD of ``count`` runs of this mechanism, by one FFT raised to the power ``count``.
 
         The transform covers a window [lo, hi] of the composed losses chosen by Chernoff bounds,
@@ -143,7 +179,7 @@ class PrivacyLossDistribution:
         full = count * (len(x) - 1) + 1
         lo, size = count * self.offset, full
         wrapped = 0.0
-        if full > 1 << 22:
+        if full > window_above:
             lo, hi = self._chernoff_window(count, tail_mass)
             size = hi - lo + 1
             wrapped = tail_mass
@@ -156,7 +192,7 @@ class PrivacyLossDistribution:
         y = fft.irfft(powered, n)
         start = (lo - count * self.offset) % n
         pmf = np.roll(y, -start)[:size]
-        err = _power_error(n, count, np.abs(spectrum), np.abs(powered), float(np.linalg.norm(y)))
+        err = _power_error(n, count, np.abs(spectrum), np.abs(powered), _l2(y))
         m, i = self.mass(), self.infinity_mass
         inf = (m + i) ** count - m ** count
         return _truncated(self.step, lo, np.maximum(pmf, 0.0), inf + wrapped + err,
@@ -176,12 +212,19 @@ class PrivacyLossDistribution:
         with np.errstate(divide="ignore"):
             log_p = np.log(mass[keep])
         first = self.offset + block * np.flatnonzero(keep).astype(float)
-        ts = np.geomspace(1e-8, 1e1, 120)[:, None]
         log_beta = math.log(tail_mass)
         bounds = []
         for sign, idx in ((1.0, first + block - 1), (-1.0, first)):
-            log_m = special.logsumexp(log_p + sign * ts * idx, axis=1)
-            bounds.append(np.min((count * log_m - log_beta) / ts[:, 0]))
+            signed = sign * idx
+
+            def bound(i: int) -> float:
+                t = float(_CHERNOFF_TS[i])
+                terms = log_p + t * signed
+                top = float(np.max(terms))
+                log_m = top + math.log(float(np.sum(np.exp(terms - top))))
+                return (count * log_m - log_beta) / t
+
+            bounds.append(_grid_min(bound, len(_CHERNOFF_TS)))
         return int(math.floor(-bounds[1])), int(math.ceil(bounds[0]))
 
     # privacy profile ---------------------------------------------------------------------------
@@ -397,6 +440,18 @@ def subsampled_gaussian_pld(noise_multiplier: float, sample_rate: float, directi
                          lambda l: mix_sf(x_of(-l)), lambda l: mix_cdf(x_of(-l)),
                          math.inf, False)
     raise ValueError(f"direction must be 'remove' or 'add', got {direction!r}")
+
+
+def subsampled_gaussian_epsilon(noise_multiplier: float, sample_rate: float, steps: int,
+                                delta: float, step: float = DEFAULT_STEP,
+                                tail_mass: float = DEFAULT_TAIL_MASS) -> float:
+    """Epsilon at ``delta`` of ``steps`` Poisson-subsampled Gaussian steps (both directions) on a
+    grid of step ``step``, always windowed by Chernoff bounds (a valid upper bound at any step;
+    used with a coarse step to steer ``noise_multiplier_for`` cheaply)."""
+    directions = ("remove", "add") if sample_rate < 1 else ("remove",)
+    return max(subsampled_gaussian_pld(noise_multiplier, sample_rate, d, step, tail_mass)
+               .self_compose(steps, tail_mass, window_above=0).epsilon(delta)
+               for d in directions)
 
 
 class PLDAccountant:

@@ -125,6 +125,16 @@ def _ball(est: BaseEstimator) -> tuple[np.ndarray, float]:
     return center, float(est.radius)
 
 
+def _labelled_records(est: BaseEstimator, X, y) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """A classifier's fit input checked (records, labels against the public classes), its
+    ``manifold_`` and ``classes_`` set, and its public ball."""
+    X, y = _sk_validate(est, X, y, reset=True, allow_nd=True, dtype=np.float64)
+    _check_targets(est, y)
+    est.manifold_ = manifold_for_data(est.manifold, X.shape[1:])
+    est.classes_ = _public_classes(est, y)
+    return (X, y) + _ball(est)
+
+
 def _check_targets(est: BaseEstimator, y: np.ndarray) -> None:
     """sklearn's check that the labels are classes, made on the public ``classes`` when given
     (made on y, the check's outcome would depend on the labels' values: one record's label could
@@ -436,11 +446,7 @@ class PrivateMDM(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     def fit(self, X, y) -> "PrivateMDM":
         """Release the class means of X, array (n, *point_shape), labelled by y, array (n,)."""
-        X, y = _sk_validate(self, X, y, reset=True, allow_nd=True, dtype=np.float64)
-        _check_targets(self, y)
-        self.manifold_ = manifold_for_data(self.manifold, X.shape[1:])
-        self.classes_ = _public_classes(self, y)
-        center, radius = _ball(self)
+        X, y, center, radius = _labelled_records(self, X, y)
         route = _ball_route(self)
         mechanism = _mechanism(self.mechanism, self.manifold_, route)
         if route == "private":
@@ -689,11 +695,7 @@ class PrivateTangentSpaceClassifier(ClassifierMixin, BaseEstimator):
     def fit(self, X, y) -> "PrivateTangentSpaceClassifier":
         """Release the reference point and weights for X, array (n, *point_shape), labelled by y,
         array (n,)."""
-        X, y = _sk_validate(self, X, y, reset=True, allow_nd=True, dtype=np.float64)
-        _check_targets(self, y)
-        self.manifold_ = manifold_for_data(self.manifold, X.shape[1:])
-        self.classes_ = _public_classes(self, y)
-        center, radius = _ball(self)
+        X, y, center, radius = _labelled_records(self, X, y)
         self.release_ = private_tangent_logistic(
             self.manifold_, X, y, self.classes_, self.epsilon, self.delta, center, radius,
             reference_budget=self.reference_budget, reference_mechanism=self.reference_mechanism,

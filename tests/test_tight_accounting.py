@@ -353,6 +353,7 @@ def test_fast_pld_calibration_agrees_with_the_brent_search(args, old, monkeypatc
     monkeypatch.setattr(rdp_module, "composed_epsilon",
                         lambda *a, **k: full.append(a) or original(*a, **k))
     eps, delta, q, steps = args
+    noise_multiplier_for.cache_clear()  # computed here, not an answer cached by another test
     z = noise_multiplier_for(*args)
     assert len(full) <= 4  # the fast path, not the fallback search (about 20 evaluations)
     monkeypatch.undo()
@@ -375,3 +376,10 @@ def test_full_batch_calibration_is_the_exact_gdp_composition(eps, delta, steps):
     # the discretised PLD (pessimistic) reads a hair more at the same z
     pld = PLDAccountant().compose_gaussian(z, steps, 1.0).epsilon(delta)
     assert eps * (1 - 1e-6) <= pld <= eps * (1 + 1e-4)
+
+
+def test_a_repeated_calibration_is_answered_from_the_cache():
+    noise_multiplier_for.cache_clear()
+    z = noise_multiplier_for(1.0, 1e-5, 0.01, 1000)
+    assert noise_multiplier_for(1.0, 1e-5, 0.01, 1000) == z
+    assert noise_multiplier_for.cache_info().hits == 1

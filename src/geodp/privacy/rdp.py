@@ -316,6 +316,7 @@ def composed_epsilon(noise_multiplier: float, delta: float, sample_rate: float =
     raise ValueError(f"accountant must be one of {ACCOUNTANTS}, got {accountant!r}")
 
 
+@functools.lru_cache(maxsize=256)
 def noise_multiplier_for(epsilon: float, delta: float, sample_rate: float = 1.0, steps: int = 1,
                          sampling: str = "poisson", accountant: str = "pld") -> float:
     """Smallest noise multiplier z (to 1e-6 relative) whose composition of ``steps`` subsampled
@@ -329,6 +330,9 @@ def noise_multiplier_for(epsilon: float, delta: float, sample_rate: float = 1.0,
     extrapolated in step^2 to the accountant's 1e-4) locates the root, then Newton steps on the
     accountant's own epsilon finish it (usually one or two full evaluations). Either way the
     returned z has been evaluated by the accountant itself and meets the target there.
+
+    A pure function of public numbers, so answers are cached (256 most recent arguments): a
+    repeated calibration, as in a sweep of releases at one budget, costs a dictionary lookup.
     """
     epsilon = check_positive("epsilon", epsilon)
     check_delta(delta)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import geodp
+
 from geodp.manifolds.registry import FAMILIES
 
 
@@ -250,3 +252,21 @@ def test_antipodal_data_say_the_mean_is_not_unique_once():
         with pytest.raises(ValueError, match="mean of these data is not unique") as info:
             frechet_mean(Sphere(2), x)
     assert not caught and "overflow" not in str(info.value)
+
+
+def test_footpoint_budget_without_a_sequential_regression_is_refused(tmp_path, capsys):
+    """Issue 32: an option with no effect on the chosen release is refused, in the interface's
+    spelling, before anything is read or charged."""
+    from geodp.cli import main
+    from geodp.manifolds import Sphere
+
+    m = Sphere(2)
+    x = np.linspace(0, 1, 20)
+    y = m.exp(np.array([0.0, 0.0, 1.0]), x[:, None] * np.array([0.5, 0.0, 0.0]))
+    with pytest.raises(ValueError, match="footpoint_budget applies to release='sequential' only"):
+        geodp.private_geodesic_regression(m, x, y, 1.0, 0.5, (0, 1), 1.0, footpoint_budget=0.3)
+    np.savez(tmp_path / "r.npz", x=x, y=y)
+    assert main(["release", "regression", str(tmp_path / "r.npz"), "--manifold", "sphere:2",
+                 "--epsilon", "1", "--tau", "0.5", "--x-range", "0", "1", "--v-max", "1",
+                 "--footpoint-budget", "0.3"]) == 2
+    assert "--footpoint-budget applies to --release sequential" in capsys.readouterr().err

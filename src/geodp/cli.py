@@ -539,12 +539,16 @@ def cmd_release_regression(args: argparse.Namespace) -> None:
         raise SystemExit("--x-range LO HI is required: a public range of the covariate (not "
                          "computed from the data)")
     center = None if args.center is None else read_center(args.center, manifold)
+    if args.footpoint_budget is not None and args.release != "sequential":
+        raise SystemExit("error: --footpoint-budget applies to --release sequential only; it would "
+                         "have no effect on the joint release: leave it out")
     ledger = open_ledger(args.ledger)
     with flag_spelling():
         rel = private_geodesic_regression(manifold, x, y, args.epsilon, args.tau, x_range, args.v_max,
                                           center=center, radius=args.radius, rng=args.seed,
                                           release=args.release, clip_data=args.clip_data, ledger=ledger,
-                                          footpoint_budget=args.footpoint_budget,
+                                          footpoint_budget=(0.5 if args.footpoint_budget is None
+                                                            else args.footpoint_budget),
                                           max_steps=args.max_steps,
                                           allow_approximate=args.allow_approximate)
     emit({"manifold": repr(manifold), "data": args.data, "n": len(x),
@@ -900,8 +904,8 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--radius", type=float, help="public radius of the footpoint ball")
     p.add_argument("--release", default="joint", choices=["joint", "sequential"],
                    help="one joint KNG draw, or footpoint then shooting vector")
-    p.add_argument("--footpoint-budget", type=float, default=0.5,
-                   help="sequential: share of epsilon for the footpoint")
+    p.add_argument("--footpoint-budget", type=float,
+                   help="sequential: share of epsilon for the footpoint (default 0.5)")
     p.add_argument("--clip-data", action="store_true", help="clip covariates into --x-range")
     p.add_argument("--max-steps", type=int,
                    help="most steps the sampler's chains may run on to mix (default 3200)")

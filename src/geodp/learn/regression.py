@@ -227,6 +227,9 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     lo, hi = _check_range(x_range)
     data, outside = _records_in_range(manifold, x, y, lo, hi, clip_data)
     center, radius = _domain_ball(manifold, center, radius)
+    if release == "joint" and footpoint_budget != 0.5:
+        raise ValueError("footpoint_budget applies to release='sequential' only; it would have no "
+                         "effect on the joint release: leave it out")
     if release == "sequential" and not 0 < footpoint_budget < 1:
         raise ValueError(f"footpoint_budget must lie in (0, 1), got {footpoint_budget}")
     check_max_steps(max_steps, burn_in + KEPT_STEPS)  # before the ledger reserves anything

@@ -173,7 +173,7 @@ def unused_options(mechanism: str, given: set[str], footpoint) -> ParameterError
     return None
 
 
-def _check_options(spec: Mechanism, manifold: Manifold, opts: _Options, center, radius) -> None:
+def _check_options(spec: Mechanism, opts: _Options, center, radius) -> None:
     """Refuse options the mechanism does not take and invalid values, before any data are read."""
     if center is None or radius is None:
         raise ValueError("center and radius of the public data ball are required")
@@ -477,7 +477,7 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
     target = target_guarantee(spec.name, spec.notions, epsilon, delta, mu, rdp)
     opts = _Options(restrict, footpoint, None if tangent_sensitivity is None else
                     float(tangent_sensitivity), footpoint_budget, steps, lr, secure)
-    _check_options(spec, manifold, opts, center, radius)
+    _check_options(spec, opts, center, radius)
     center = manifold.check_point(center)
     if opts.footpoint is not None and opts.footpoint != "private":
         manifold.check_point(opts.footpoint)

@@ -59,6 +59,7 @@ import numpy as np
 
 from ..manifolds import Manifold
 from ..manifolds.base import Array, as_generator
+from ..mechanisms.euclidean import l2_laplace
 from ..mechanisms.geometric import two_sided_geometric
 from ..mechanisms.quantile import geometric_grid, private_quantile
 from ..privacy import BudgetLedger, MemoryLedger, PureDP
@@ -84,14 +85,6 @@ THEOREM_TANGENT = (
     "the records clipped to the ball B(c, r) by independent L2 Laplace noise of scale 2 r / "
     "epsilon_sum (K-norm mechanism for the group norm, sensitivity 2 r under replace-one); "
     "sequential composition (geodp.learn.private_ball)")
-
-
-def l2_laplace(dim: int, scale: float, shape: tuple[int, ...], rng: np.random.Generator) -> Array:
-    """Draws of density proportional to exp(-|z| / scale) on R^dim, array shape + (dim,):
-    |z| ~ Gamma(dim, scale), direction uniform."""
-    u = rng.standard_normal(tuple(shape) + (dim,))
-    u /= np.linalg.norm(u, axis=-1, keepdims=True)
-    return scale * rng.gamma(dim, 1.0, size=tuple(shape) + (1,)) * u
 
 
 def _project(v: Array, radius: float) -> Array:

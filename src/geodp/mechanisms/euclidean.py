@@ -12,6 +12,14 @@ from ..manifolds.base import Array, as_generator, size_tuple
 from ..privacy.conversions import check_positive
 
 
+def l2_laplace(dim: int, scale: float, shape: tuple[int, ...], rng: np.random.Generator) -> Array:
+    """Draws of density proportional to exp(-|z| / scale) on R^dim (the K-norm mechanism of the
+    Euclidean norm), array shape + (dim,): |z| ~ Gamma(dim, scale), direction uniform."""
+    u = rng.standard_normal(tuple(shape) + (dim,))
+    u /= np.linalg.norm(u, axis=-1, keepdims=True)
+    return scale * rng.gamma(dim, 1.0, size=tuple(shape) + (1,)) * u
+
+
 def ambient_radius(manifold: Manifold, center: Array, radius: float) -> float:
     """Radius r_E of a Euclidean ball containing the geodesic ball B_radius(center) (the
     manifold's ``ambient_radius`` capability)."""
@@ -51,10 +59,9 @@ class EuclideanLaplace:
         shape = size_tuple(size) + c.shape[:-1]
         n = int(np.prod(shape, dtype=int)) if shape else 1
         dim = c.shape[-1]
-        u = rng.standard_normal((n, dim))
-        u /= np.linalg.norm(u, axis=1, keepdims=True)
+        noise = l2_laplace(dim, self.scale, (n,), rng)
         c = np.broadcast_to(c, shape + (dim,)).reshape(n, dim)
-        raw = m.from_ambient(c + self.scale * rng.gamma(dim, 1.0, size=(n, 1)) * u)
+        raw = m.from_ambient(c + noise)
         off = m.off_manifold(raw)
         self.last_info = AmbientInfo(int(off.sum()), n)
         out = m.project(raw) if self.project else raw

@@ -16,6 +16,7 @@ from ..manifolds import Manifold
 from ..manifolds.capabilities import has
 from ..manifolds.base import Array, as_generator, represents_distance, size_tuple
 from ..privacy.conversions import check_positive
+from .euclidean import l2_laplace
 from .laplace import SamplerInfo
 
 
@@ -116,10 +117,7 @@ class WrappedLaplace(_Wrapped):
         self.scale = check_positive("scale", scale)
 
     def _noise(self, shape, rng):
-        d = self.manifold.dim
-        u = rng.standard_normal(shape + (d,))
-        u /= np.linalg.norm(u, axis=-1, keepdims=True)
-        return self.scale * rng.gamma(d, 1.0, size=shape + (1,)) * u
+        return l2_laplace(self.manifold.dim, self.scale, shape, rng)
 
     def _noise_norm_bound(self):
         return self.scale * float(special.gammainccinv(self.manifold.dim, 1e-14))

@@ -34,3 +34,37 @@ def save_figure(fig, path: Path, dpi: int = 120) -> bool:
     fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return True
+
+
+VERDICTS = ("agree", "partly", "disagree", "not reproduced")
+
+
+def write_summary(out: Path, title: str, findings: list[dict]) -> Path:
+    """Write ``summary.md``: the paper's value or claim beside geodp's, figure by figure.
+
+    Parameters
+    ----------
+    out : Path
+        The reproduction's output directory.
+    title : str
+        The paper, as the heading of the summary.
+    findings : list of dict
+        One per figure (or table), with keys ``figure`` (e.g. ``"Figure 1a"``; its files are
+        named ``fig1a.png`` / ``fig1a.csv``), ``paper`` (the paper's value or claim), ``geodp``
+        (what this run found), ``verdict`` (one of :data:`VERDICTS`) and ``why``.
+
+    Returns
+    -------
+    Path
+        The summary file.
+    """
+    for f in findings:
+        if f["verdict"] not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {f['verdict']!r}")
+    lines = [f"# {title}", "", "| figure | paper | geodp | verdict | why |", "|---|---|---|---|---|"]
+    lines += [f"| {f['figure']} | {f['paper']} | {f['geodp']} | {f['verdict']} | {f['why']} |"
+              for f in findings]
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "summary.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path

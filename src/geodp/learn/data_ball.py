@@ -147,3 +147,33 @@ def enforce_ball(manifold: Manifold, points: Array | ChunkedSample, center: Arra
                       f"radius this small distorts it (the count is in the release's diagnostics)",
                       ClippingWarning, stacklevel=3)
     return clipped, count
+
+
+def clipped_tangent_coords(manifold: Manifold, base: Array, points: Array,
+                           bound: float) -> tuple[Array, Array]:
+    """Orthonormal coordinates of Log_base(x_i), each of norm above ``bound`` scaled back to it
+    (the same as clipping x_i along its geodesic from ``base``).
+
+    Parameters
+    ----------
+    manifold : Manifold
+    base : array (*point_shape)
+        A public or released point.
+    points : array (n, *point_shape)
+    bound : float
+        The public norm bound.
+
+    Returns
+    -------
+    coords : array (n, dim), rows of norm <= ``bound``
+    clipped : bool array (n,), the rows that were scaled back (a non-private diagnostic)
+    """
+    with np.errstate(all="ignore"):
+        coords = manifold.to_coords(base, manifold.log(base, points))
+    # a record whose log double precision cannot give contributes 0: a fixed map of the record and
+    # the public or released base, so the sensitivities hold and nothing branches on the data
+    coords[~np.all(np.isfinite(coords), axis=-1)] = 0.0
+    norms = np.linalg.norm(coords, axis=-1)
+    clipped = norms > bound
+    coords *= np.minimum(1.0, bound / np.maximum(norms, 1e-300))[..., None]
+    return coords, clipped

@@ -65,7 +65,7 @@ from ..mechanisms.quantile import geometric_grid, private_quantile
 from ..privacy import BudgetLedger, MemoryLedger, PureDP
 from ..privacy.conversions import check_count, check_positive
 from .classes import SmallClassWarning, _encode, private_class_means
-from .data_ball import ClippingWarning, enforce_ball, into_ball
+from .data_ball import ClippingWarning, clipped_tangent_coords, enforce_ball, into_ball
 from .release import Release, reserved
 
 BALL_SHARES = (0.2, 0.6, 0.2)
@@ -108,17 +108,6 @@ def _shares(shares: Sequence[float]) -> tuple[float, float, float]:
         raise ValueError(f"ball_shares must be three positive shares (pilot radius, center, "
                          f"radius) summing to 1, got {shares}")
     return s
-
-
-def _tangent_coords(manifold: Manifold, center: Array, x: Array, radius: float) -> Array:
-    """Orthonormal coordinates of Log_center(x_i), each clipped to norm ``radius`` (the same as
-    clipping x_i along its geodesic from the center)."""
-    with np.errstate(all="ignore"):
-        v = manifold.to_coords(center, manifold.log(center, x))
-    # a record whose log double precision cannot give contributes 0: a fixed map of the record and
-    # the (public or released) center, so the sensitivities hold and nothing branches on the data
-    v[~np.all(np.isfinite(v), axis=-1)] = 0.0
-    return _project(v, radius)
 
 
 def private_ball(manifold: Manifold, points: Array, epsilon: float, center: Array, radius: float,
@@ -164,7 +153,7 @@ def private_ball(manifold: Manifold, points: Array, epsilon: float, center: Arra
     with reserved(ledger, target, f"private data ball ({target.describe()})"):
         r0, _ = private_quantile(manifold.dist(center, x), quantile, geometric_grid(radius, grid_size),
                                  eps["pilot_radius"], rng)
-        v = _tangent_coords(manifold, center, x, r0).mean(axis=0)
+        v = clipped_tangent_coords(manifold, center, x, r0)[0].mean(axis=0)
         scale = 2.0 * r0 / (n * eps["center"])
         v = _project(v + l2_laplace(manifold.dim, scale, (), rng), r0)
         c = manifold.exp(center, manifold.from_coords(center, v))
@@ -229,7 +218,7 @@ def private_tangent_class_means(manifold: Manifold, points: Array, labels: Array
     scale = 2.0 * radius / eps_sum
     target = PureDP(epsilon)
     with reserved(ledger, target, f"tangent class means ({target.describe()})"):
-        v = _tangent_coords(manifold, center, x, radius)
+        v = clipped_tangent_coords(manifold, center, x, radius)[0]
         clipped = int(np.sum(manifold.dist(center, x) > radius))
         noisy = two_sided_geometric(np.bincount(codes, minlength=k), eps_count, COUNT_SENSITIVITY, rng)
         sums = np.zeros((k, manifold.dim))

@@ -46,7 +46,7 @@ from ..privacy import ApproxDP, BudgetLedger, MemoryLedger
 from ..privacy.conversions import check_count, check_delta, check_positive
 from ..privacy.relation import Relation
 from .classes import _encode
-from .data_ball import enforce_ball, into_ball
+from .data_ball import clipped_tangent_coords, enforce_ball, into_ball
 from .dp_rgd import dp_rsgd
 from .frechet import private_frechet_mean
 from .release import Release
@@ -80,15 +80,8 @@ def tangent_features(manifold: Manifold, reference: Array, points: Array,
     -------
     array (n, dim) of rows of norm <= 1, and the (non-private) count of rows clipped.
     """
-    with np.errstate(all="ignore"):
-        coords = manifold.to_coords(reference, manifold.log(reference, points))
-    # a record whose log double precision cannot give is the zero feature: a fixed map of the
-    # record and the released reference, so nothing branches on the data
-    coords[~np.all(np.isfinite(coords), axis=1)] = 0.0
-    norms = np.linalg.norm(coords, axis=1)
-    over = norms > feature_bound
-    coords = coords / np.where(over, norms / feature_bound, 1.0)[:, None]
-    return coords / feature_bound, int(over.sum())
+    coords, clipped = clipped_tangent_coords(manifold, reference, points, feature_bound)
+    return coords / feature_bound, int(clipped.sum())
 
 
 def softmax(logits: Array) -> Array:

@@ -347,9 +347,9 @@ def _sphere_findings(util: list[dict], empirical: float) -> list[dict]:
     why = {
         EMPIRICAL: (f"the paper's setting (B.1): fresh draws at sensitivity {empirical:.4f} / (n h); "
                     "both noise scales are proportional to 1/n, so the reduction is flat in n "
-                    "(first-order value {pred}); a small-n/large-n split of 16.8/12 is not "
-                    "expected and is within the paper's Metropolis noise (A.5). The bound is "
-                    "unproven: a reproduction only, never used by geodp's releases"),
+                    "(first-order value {pred}), and fresh exact draws show no 16.8/12 split "
+                    "between smaller and larger n (the paper drew by Metropolis, A.5). The bound "
+                    "is unproven: a reproduction only, never used by geodp's releases"),
         SERIES_S2[0]: ("not the paper's setting: with the proven sensitivity 2r(2-h)/(nh) "
                        f"(numerator {2 * r * (2 - curvature_factor(r, 1.0)):.4f}, 18% above "
                        "B.1's) the intrinsic release loses its advantage at r = pi/8 (first-order "
@@ -389,8 +389,9 @@ def _sensitivity_finding(sens: list[dict], name: str, panel: int) -> dict:
                      "'quite close' to it (Section 6)",
             "geodp": text, "verdict": "agree" if holds else "disagree",
             "why": ("the bound holds for every pair; random pairs (the paper's design) reach only "
-                    "part of it, since the supremum needs the replaced points on opposite sides "
-                    "of the boundary" if holds else "a replicate pair exceeds the proven bound")}
+                    "part of it: they seldom put the replaced points at opposite ends of the "
+                    "ball, where the supremum lies" if holds else
+                    "a replicate pair exceeds the proven bound")}
 
 
 def _spd_utility_finding(util: list[dict]) -> dict:

@@ -243,15 +243,12 @@ BUDGET_NAME = {"eps-DP": "epsilon", "mu-GDP": "mu"}
 
 def _plain_log_y(ax) -> None:
     """Log y axis with tick labels as plain numbers (no mathtext powers of ten)."""
-    from matplotlib.ticker import FuncFormatter
-
-    def minor(v, _):
-        lead = v / 10 ** np.floor(np.log10(v))
-        return f"{v:g}" if np.isclose(lead, 2) or np.isclose(lead, 5) else ""
+    from matplotlib.ticker import FuncFormatter, LogLocator
 
     ax.set_yscale("log")
+    ax.yaxis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.yaxis.set_minor_formatter(FuncFormatter(minor))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
 
 
 def _band(ax, x, y, se, style: str, color: str, label: str, **kw) -> None:

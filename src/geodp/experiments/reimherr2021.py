@@ -79,7 +79,8 @@ def sample_data(setting: Setting, shape: tuple[int, ...], rng: np.random.Generat
     while len(out) < count:
         g = rng.standard_normal((2 * count, 2, 2)) / np.sqrt(2.0)
         w = g @ np.swapaxes(g, 1, 2)
-        out = np.concatenate([out, w[m.dist(setting.center, w) < setting.radius]])
+        with np.errstate(divide="ignore"):  # a draw singular in double precision: at infinity
+            out = np.concatenate([out, w[m.dist(setting.center, w) < setting.radius]])
     return out[:count].reshape(shape + (2, 2))
 
 

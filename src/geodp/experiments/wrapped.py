@@ -350,10 +350,9 @@ def plot_real(path: Path, rows: list[dict], classes, figure: str) -> bool:
 
 def _span(values) -> str:
     values = sorted(values)
-    if not values:
-        return "none"
-    return (f"{values[0]:g}" if len(values) == 1
-            else f"{values[0]:g}-{values[-1]:g} ({len(values)} budgets)")
+    if len(values) <= 3:
+        return ", ".join(f"{v:g}" for v in values) or "none"
+    return f"{values[0]:g}-{values[-1]:g} ({len(values)} budgets)"
 
 
 def describe(rows: list[dict], d: int, notion: str) -> str:

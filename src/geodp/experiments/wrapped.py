@@ -120,8 +120,10 @@ def laplace_errors(m: SPD, means: np.ndarray, scale: float, rng: np.random.Gener
 
 
 def _mean_se(err: np.ndarray | None) -> tuple[float, float]:
+    """Mean and standard error of the finite distances (nan, nan for None)."""
     if err is None:
         return float("nan"), float("nan")
+    err = err[np.isfinite(err)]
     return float(err.mean()), float(err.std(ddof=1) / np.sqrt(len(err)))
 
 
@@ -141,14 +143,17 @@ def _cell(m: SPD, means: np.ndarray, delta: float, notion: str, budget: float,
     rl, status, r_hat = laplace_errors(m, means, delta / eps, rng, burn_in)
     mech = (WrappedLaplace(m, delta / budget, np.eye(m.n)) if notion == "eps-DP"
             else WrappedGaussian(m, delta / budget, np.eye(m.n)))
-    we = m.dist(means, mech.sample(means, rng=rng))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        we = m.dist(means, mech.sample(means, rng=rng))
     w, w_se = _mean_se(we)
     rl_mean, rl_se = _mean_se(rl)
     ratio = w / rl_mean
     return {"notion": notion, "budget": budget, "laplace_scale": delta / eps,
             "riemannian_laplace_status": status, "riemannian_laplace": rl_mean,
             "riemannian_laplace_se": rl_se, "riemannian_laplace_r_hat": r_hat,
-            "wrapped": w, "wrapped_se": w_se, "wrapped_over_laplace": ratio,
+            "wrapped": w, "wrapped_se": w_se,
+            "wrapped_nonfinite": int(np.sum(~np.isfinite(we))),  # beyond double precision
+            "wrapped_over_laplace": ratio,
             "ratio_se": ratio * np.hypot(w_se / w, rl_se / rl_mean),
             "comparison": compare(w, w_se, rl_mean, rl_se)}
 

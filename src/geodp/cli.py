@@ -732,24 +732,72 @@ def cmd_audit(args: argparse.Namespace) -> None:
           "largest_certifiable_bound": ceiling, "verdict": verdict(audited, claimed, ceiling, "delta" in claim)})
 
 
-def cmd_reproduce(args: argparse.Namespace) -> None:
-    if args.reps < 1:
-        raise SystemExit(f"error: --reps must be a positive integer, got {args.reps}")
-    if Path(args.out).exists() and not Path(args.out).is_dir():
-        raise SystemExit(f"error: --out {args.out!r} is a file; give a directory")
-    if args.paper == "reimherr2021":
-        from .experiments.reimherr2021 import run
-    elif args.paper == "dp-rgd":
-        from .experiments.dp_rgd import run
-    elif args.paper == "geodesic-regression":
-        from .experiments.geodesic_regression import run
-    else:
-        from .experiments.wrapped import run
-    summary = run(Path(args.out), reps=args.reps, seed=args.seed)
+#: the paper reproductions: command name -> (module in geodp.experiments, short help, long help,
+#: the default of --reps)
+REPRODUCTIONS = {
+    "reimherr2021": ("reimherr2021", "Figure 1 and Supplement Figure 2 of Reimherr, Bharath & Soto (2021)",
+                     "Figure 1: SPD(2) and S^2 sensitivity (every replicate) against Theorem 2, and "
+                     "utility of the intrinsic versus the Euclidean Laplace, on S^2 at Theorem 2 "
+                     "and at the paper's empirical bound (Supplement B.1, reproduction only); "
+                     "Supplement Figure 2 (2r, 2r(2-h) and the empirical bound against r).", 1000),
+    "wrapped": ("wrapped", "Figures 1, 2, 3, 7 and Table 1 of the exponential-wrapped mechanisms paper",
+                "Figure 1 (SPD, d = 3, 6, 15: eps-DP and GDP, and where the two mechanisms are "
+                "comparable), Figure 7 (d = 21), Table 1 (time per release) and Figures 2-3 (the "
+                "covariance descriptors of all ten digit classes, for OCTMNIST).", 100),
+    "dp-rgd": ("dp_rgd", "Figure 1 of Han et al. (DP Riemannian optimisation)",
+               "Figure 1a (leading eigenvector: DP-RGD vs DP-PGD) and 1b (SPD(2) Fréchet mean: "
+               "DP-RGD vs DP-FM), the paper's procedure beside geodp's sound release, and real "
+               "data (digit histograms PCA, covariance descriptors).", 20),
+    "geodesic-regression": ("geodesic_regression",
+                            "Figures of Kulkarni & Soto (DP geodesic regression)",
+                            "Figure 1 (S^2) and 7 (SPD(2)): log average MSE of the paper's "
+                            "procedure over unequal and equal budget splits and three sample "
+                            "sizes, beside geodp's sound joint release; Figure 2 on the "
+                            "trilobite shapes (for the non-public ADNI data); Appendix G "
+                            "sensitivity ratios. --reps K gives K x K private pairs per budget.", 3),
+}
+
+
+def reproduce(name: str, out: Path, reps: int, seed: int, quick: bool) -> dict:
+    """Run one paper's reproduction; ``quick`` is passed where its ``run`` takes it (a
+    reproduction without a quick mode runs in full, and the result says so)."""
+    import importlib
+    import inspect
+    import time
+
+    run = importlib.import_module(f".experiments.{REPRODUCTIONS[name][0]}", __package__).run
+    options = {"reps": reps, "seed": seed}
+    has_quick = "quick" in inspect.signature(run).parameters
+    if has_quick:
+        options["quick"] = quick
+    start = time.perf_counter()
+    summary = run(out, **options)
+    summary["seconds"] = round(time.perf_counter() - start, 1)
+    if quick and not has_quick:
+        summary["quick_note"] = f"{name} has no quick mode: it ran in full, at --reps {reps}"
     if not summary.get("png", True):
         summary["png_note"] = ("matplotlib is not installed, so only the CSV files were written: "
                                "pip install 'geodp[plot]' adds the figures")
-    emit(summary)
+    return summary
+
+
+def cmd_reproduce(args: argparse.Namespace) -> None:
+    if args.paper != "all" and args.reps < 1:
+        raise SystemExit(f"error: --reps must be a positive integer, got {args.reps}")
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise SystemExit(f"error: --out {args.out!r} is a file; give a directory")
+    if args.paper != "all":
+        emit(reproduce(args.paper, Path(args.out), args.reps, args.seed, args.quick))
+        return
+    results = {}
+    for name, spec in REPRODUCTIONS.items():
+        summary = reproduce(name, Path(args.out) / name, spec[3], args.seed, args.quick)
+        verdicts = [f["verdict"] for f in summary.get("findings", [])]
+        results[name] = {key: summary[key] for key in ("output", "summary", "png", "seconds",
+                                                       "quick_note", "png_note") if key in summary}
+        if verdicts:
+            results[name]["verdicts"] = {v: verdicts.count(v) for v in dict.fromkeys(verdicts)}
+    emit({"quick": args.quick, "seed": args.seed, "reproductions": results})
 
 
 def cmd_budget(args: argparse.Namespace) -> None:
@@ -935,32 +983,24 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     p = sub.add_parser("reproduce", formatter_class=HELP, help="regenerate a paper's figures (PNG + CSV)",
                        description="Reproduce the figures of the papers geodp implements.")
     rsub = p.add_subparsers(dest="paper", required=True)
-    papers = {
-        "reimherr2021": ("Figure 1 of Reimherr, Bharath & Soto (2021)",
-                         "Figure 1: SPD(2) and S^2 sensitivity against Theorem 2, and utility of "
-                         "the intrinsic versus the Euclidean Laplace.", 1000),
-        "wrapped": ("Figure 1, Table 1 and real data of the exponential-wrapped mechanisms paper",
-                    "Figure 1 (SPD, eps-DP and GDP), Table 1 (time per release) and the "
-                    "covariance-descriptor experiment (digits for OCTMNIST).", 100),
-        "dp-rgd": ("Figure 1 of Han et al. (DP Riemannian optimisation)",
-                   "Figure 1a (leading eigenvector: DP-RGD vs DP-PGD) and 1b (SPD(2) Fréchet mean: "
-                   "DP-RGD vs DP-FM), the paper's procedure beside geodp's sound release, and real "
-                   "data (digit histograms PCA, covariance descriptors).", 20),
-        "geodesic-regression": ("Figures 1, 2, 7 and Appendix G of Kulkarni & Soto (DP geodesic "
-                                "regression)",
-                                "Figure 1 (S^2) and 7 (SPD(2)): log average MSE of the paper's "
-                                "procedure over unequal and equal budget splits and three sample "
-                                "sizes, beside geodp's sound joint release; Figure 2 on the "
-                                "trilobite shapes (for the non-public ADNI data); Appendix G "
-                                "sensitivity ratios. --reps K gives K x K private pairs per budget.",
-                                3),
-    }
-    for name, (short, long, reps) in papers.items():
+    quick_help = ("smoke test: a few sample sizes or budgets and few replicates, each "
+                  "reproduction in seconds (not the paper's counts; summary.md says so)")
+    for name, (_, short, long, reps) in REPRODUCTIONS.items():
         p = rsub.add_parser(name, formatter_class=HELP, parents=[QUIET], help=short, description=long)
         p.add_argument("--reps", type=int, default=reps, help="replicates per point")
         p.add_argument("--out", default=f"out/{name}", help="output directory")
         p.add_argument("--seed", type=int, default=0, help="random seed")
+        p.add_argument("--quick", action="store_true", help=quick_help)
         p.set_defaults(func=cmd_reproduce)
+    p = rsub.add_parser("all", formatter_class=HELP, parents=[QUIET],
+                        help="all four reproductions, each at its default --reps",
+                        description="Run every reproduction (" + ", ".join(REPRODUCTIONS) + "), each "
+                                    "into its own directory under --out, at its default --reps; "
+                                    "prints where each wrote its summary.md and its verdicts.")
+    p.add_argument("--out", default="out", help="parent directory (one subdirectory per paper)")
+    p.add_argument("--seed", type=int, default=0, help="random seed")
+    p.add_argument("--quick", action="store_true", help=quick_help)
+    p.set_defaults(func=cmd_reproduce)
 
     p = sub.add_parser("budget", formatter_class=HELP, help="create or inspect a privacy budget ledger",
                        description="Create (init), summarise (show) or list (history) a persistent "

@@ -7,7 +7,6 @@ Build (from the repository root; ``pip install '.[docs]'``)::
 
 from __future__ import annotations
 
-import inspect
 import os
 import sys
 from pathlib import Path
@@ -123,13 +122,10 @@ def _public_bases(app, name, obj, options, bases):
 def _data_docstring(app, what, name, obj, options, lines):
     """A module constant re-exported by a package (``geodp.privacy.ORDERS``) carries the doc
     comment of the module that defines it; autodoc would show its type's docstring instead."""
-    own = inspect.cleandoc(type(obj).__doc__ or "")
-    if what != "data" or not own or not "\n".join(lines).strip().startswith(own[:60]):
+    if what != "data":
         return
     short = name.rsplit(".", 1)[-1]
-    for module in list(sys.modules):
-        if not module.startswith("geodp"):
-            continue
+    for module in sorted(m for m in sys.modules if m.startswith("geodp")):
         try:
             docs = ModuleAnalyzer.for_module(module).find_attr_docs()
         except Exception:  # noqa: BLE001 (modules without source: nothing to find)

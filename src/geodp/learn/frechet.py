@@ -382,6 +382,7 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
     """A differentially private Fréchet mean of data in the public ball B_radius(center).
 
     Mechanisms:
+
     - ``"laplace"``: Riemannian Laplace at the sample mean, scale Delta/epsilon with Delta of
       Theorem 2 (Reimherr et al. 2021); ``restrict=True`` conditions on the data ball and doubles
       the scale (Theorem 3). Gives epsilon-DP.

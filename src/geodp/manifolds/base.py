@@ -346,8 +346,8 @@ class Manifold(ABC):
 
     def mean_exp_adjoints(self, p: Array, v: Array, x: Array, e: Array) -> tuple[Array, Array]:
         """((1/n) sum_i d_p Exp_p(x_i v)^dagger e_i, (1/n) sum_i x_i d_v Exp_p(x_i v)^dagger e_i):
-        the sums in Fletcher's (2011) regression gradients, for covariates x (n,) and e (..., n,
-        *point_shape) with e_i in T_{Exp_p(x_i v)}; p and v ``(..., *point_shape)`` may carry batch
+        the sums in Fletcher's (2011) regression gradients, for covariates x (n,) and e ``(..., n,
+        *point_shape)`` with e_i in T_{Exp_p(x_i v)}; p and v ``(..., *point_shape)`` may carry batch
         dimensions. Space forms, Kendall's shapes and SPD override this with a closed form of
         the mean."""
         nd = len(self.point_shape)

@@ -53,7 +53,7 @@ class TangentGaussian:
         return self.manifold.from_coords(w, coords)
 
     def log_density(self, w: Array, xi: Array) -> Array:
-        """log p_w(xi) = -``|xi|_w``^2 / (2 sigma^2) - (d/2) log(2 pi sigma^2), for tangent xi at w."""
+        """log p_w(xi) = -``|xi|_w^2`` / (2 sigma^2) - (d/2) log(2 pi sigma^2), for tangent xi at w."""
         if self.sigma == 0:
             raise ValueError("sigma = 0: the law is a point mass, with no density")
         d = self.manifold.dim

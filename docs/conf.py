@@ -96,9 +96,12 @@ html_css_files = ["geodp.css"]
 html_show_sourcelink = False
 html_theme_options = {
     "navbar_align": "left",
+    "header_links_before_dropdown": 4,
     "show_toc_level": 2,
     "navigation_with_keys": False,
-    "secondary_sidebar_items": ["page-toc"],
+    # the page's table of contents on the guide; gallery and API pages use the width for code
+    # and figures
+    "secondary_sidebar_items": {"*": ["page-toc"], "auto_examples/**": [], "api/**": []},
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
 }

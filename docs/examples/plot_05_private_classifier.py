@@ -50,6 +50,7 @@ ax.fill_between(EPSILONS, scores.min(axis=1), scores.max(axis=1), alpha=0.25,
 ax.axhline(exact, color="k", linestyle="--", label=f"non-private MDM ({exact:.2f})")
 ax.axhline(0.1, color="0.5", linestyle=":", label="chance (0.10)")
 ax.set_xscale("log")
+ax.set_xticks(EPSILONS, [f"{e:g}" for e in EPSILONS])
 ax.set_ylim(0, 1)
 ax.set_xlabel("privacy budget ε for the whole fit (log scale)")
 ax.set_ylabel("test accuracy (fraction of 599 digits)")

@@ -36,13 +36,14 @@ plan = [("Laplace, ε = 0.5", dict(epsilon=0.5)),
         ("Laplace, ε = 1", dict(epsilon=1.0)),
         ("Laplace, ε = 1", dict(epsilon=1.0)),
         ("Laplace, ε = 1", dict(epsilon=1.0))]
-labels, tight, basic = [], [], []
+labels, tight, basic, refused = [], [], [], None
 for i, (label, kwargs) in enumerate(plan):
     try:
         private_frechet_mean(ds.manifold, ds.points, center=center, radius=radius,
                              ledger=ledger, rng=i, **kwargs)
     except BudgetExceededError as refusal:
         print(f"release {i + 1} ({label}) refused:", str(refusal)[:120], "...")
+        refused = f"release {i + 1} ({label}) refused:\nthe total would exceed ε = 4"
         break
     labels.append(f"{i + 1}. {label}")
     tight.append(ledger.spent()[0])
@@ -57,6 +58,9 @@ steps = np.arange(1, len(labels) + 1)
 ax.step(steps, basic, where="post", marker="s", label="basic composition (ε's added)")
 ax.step(steps, tight, where="post", marker="o", label="ledger: tight composition")
 ax.axhline(4.0, color="C3", linestyle="--", label="total budget ε = 4 (δ = 1e-6)")
+if refused:
+    ax.annotate(refused, xy=(steps[-1], tight[-1]), xytext=(steps[-1] - 3.4, 4.5),
+                arrowprops={"arrowstyle": "->", "color": "C3"}, color="C3", fontsize=9)
 ax.set_xticks(steps, labels, rotation=30, ha="right", fontsize=8)
 ax.set_xlabel("release, in order")
 ax.set_ylabel("ε spent at δ = 1e-6 (cumulative)")

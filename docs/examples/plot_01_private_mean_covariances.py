@@ -13,6 +13,8 @@ the radius is fixed before looking at the data and no budget is spent on it.
 # %%
 # The data, the public ball and the non-private mean
 # --------------------------------------------------
+import textwrap
+
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.colors import SymLogNorm
@@ -35,7 +37,7 @@ releases = {eps: private_frechet_mean(ds.manifold, ds.points, eps, center, radiu
             for eps in (1.0, 3.0, 10.0)}
 rel = releases[1.0]
 print(rel.guarantee.describe(), "| exact sampler:", rel.exact_sampler)
-print(rel.statement)
+print(textwrap.fill(rel.statement, 95))
 
 # %%
 # The mean matrices side by side

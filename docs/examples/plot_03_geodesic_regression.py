@@ -11,6 +11,8 @@ clipped to tau and the covariate range fixed from its units ([-4, 2] decades), n
 """
 
 # %%
+import textwrap
+
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -27,7 +29,7 @@ EPSILON, TAU, V_MAX = 0.5, 0.5, 0.5
 rel = private_geodesic_regression(m, x, y, EPSILON, tau=TAU, x_range=ds.covariate_range,
                                   v_max=V_MAX, rng=0)
 print(rel.guarantee.describe(), "| exact sampler:", rel.exact_sampler)
-print(rel.statement)
+print(textwrap.fill(rel.statement, 95))
 
 # %%
 # Drawing a geodesic of shapes

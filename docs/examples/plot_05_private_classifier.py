@@ -11,6 +11,7 @@ class sizes are released privately; the whole fit is epsilon-DP under replace-on
 """
 
 # %%
+import textwrap
 import warnings
 
 import matplotlib.pyplot as plt
@@ -40,7 +41,7 @@ scores = np.array([[PrivateMDM(epsilon=eps, center=center, radius=radius, classe
 clf = PrivateMDM(epsilon=1.0, center=center, radius=radius, classes=range(10),
                  random_state=0).fit(x_train, y_train)
 print(clf.release_.guarantee.describe())
-print(clf.release_.statement)
+print(textwrap.fill(clf.release_.statement, 95))
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 4.5), constrained_layout=True)

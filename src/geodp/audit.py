@@ -35,10 +35,24 @@ from .privacy.conversions import check_count
 
 Sampler = Callable[[int, np.random.Generator], Array]
 
+__all__ = ["audit_mechanism", "AuditResult", "clopper_pearson", "neighbouring_footpoints",
+           "dp_rgd_step_sampler", "projection_statistic", "kng_mean_neighbours", "kng_mean_sampler",
+           "kng_regression_neighbours", "kng_regression_sampler", "kng_log_ratio_statistic"]
+
 
 @dataclass(frozen=True)
 class AuditResult:
-    """Lower bounds that hold simultaneously with probability ``confidence``."""
+    """Lower bounds that hold simultaneously with probability ``confidence``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.audit import audit_mechanism
+    >>> draw = lambda shift: (lambda n, rng: shift + rng.normal(size=n))   # 1-GDP
+    >>> res = audit_mechanism(draw(0.0), draw(1.0), lambda y: y, 20000, rng=0)
+    >>> res.mu_lower <= 1.0, res.confidence, res.n_samples
+    (True, 0.95, 20000)
+    """
 
     epsilon_lower: float
     mu_lower: float
@@ -59,7 +73,16 @@ class AuditResult:
 
 
 def clopper_pearson(k: np.ndarray, n: int, level: float) -> tuple[np.ndarray, np.ndarray]:
-    """One-sided Clopper-Pearson bounds at ``level`` (each side): P >= lower and P <= upper."""
+    """One-sided Clopper-Pearson bounds at ``level`` (each side): P >= lower and P <= upper.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.audit import clopper_pearson
+    >>> lo, hi = clopper_pearson(np.array([50]), 100, 0.025)
+    >>> lo.round(3), hi.round(3)
+    (array([0.398]), array([0.602]))
+    """
     k = np.asarray(k, dtype=float)
     lower = np.where(k > 0, special.betaincinv(k, n - k + 1, level), 0.0)
     upper = np.where(k < n, special.betaincinv(k + 1, n - k, 1 - level), 1.0)
@@ -79,6 +102,16 @@ def audit_mechanism(sample_d: Sampler, sample_d_prime: Sampler, statistic: Calla
     ``thresholds`` quantiles of the pooled statistic define the events, in both tails; ``delta``
     is the delta of the epsilon bound; ``delta_at_epsilon`` also bounds delta at that epsilon, and
     ``rdp_order`` the Renyi-DP epsilon at that order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.audit import audit_mechanism
+    >>> eps = 1.0                      # the Laplace mechanism on a sensitivity-1 count
+    >>> draw = lambda shift: (lambda n, rng: shift + rng.laplace(scale=1 / eps, size=n))
+    >>> res = audit_mechanism(draw(0.0), draw(1.0), lambda y: y, 20000, rng=0)
+    >>> 0.5 < res.epsilon_lower <= eps      # a valid lower bound, close to the claim
+    True
     """
     n = check_count("n_samples", n_samples, 10)
     if not 0 < confidence < 1:
@@ -140,7 +173,18 @@ def neighbouring_footpoints(manifold: Manifold, center: Array,
                             sensitivity: float) -> tuple[Array, Array, Array]:
     """Two footpoints at distance ``sensitivity`` along a geodesic through ``center``, and the unit
     tangent direction at ``center``: the worst case of a Fréchet-mean release whose sensitivity
-    is that distance (the outputs on neighbouring data sets differ by at most it)."""
+    is that distance (the outputs on neighbouring data sets differ by at most it).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.audit import neighbouring_footpoints
+    >>> from geodp.manifolds import Sphere
+    >>> m = Sphere(2)
+    >>> a, b, direction = neighbouring_footpoints(m, m.origin(), 0.1)
+    >>> round(float(m.dist(a, b)), 6)
+    0.1
+    """
     center = manifold.check_point(center)
     direction = manifold.from_coords(center, np.eye(manifold.dim)[0])
     half = 0.5 * sensitivity * direction
@@ -152,7 +196,18 @@ def dp_rgd_step_sampler(manifold: Manifold, center: Array, footpoint: Array,
     """Draws of one DP-RGD step from ``center`` whose noiseless update lands on ``footpoint``:
     Exp_center(Log_center(footpoint) + xi), xi ~ N_center(0, sigma^2) (the tangent Gaussian on
     the gradient sum, then Exp). Neighbouring inputs move the noiseless update by at most the
-    sum's sensitivity, so two footpoints at that distance are the worst case."""
+    sum's sensitivity, so two footpoints at that distance are the worst case.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.audit import dp_rgd_step_sampler
+    >>> from geodp.manifolds import SPD
+    >>> m = SPD(2)
+    >>> draw = dp_rgd_step_sampler(m, np.eye(2), np.diag([1.1, 1.0]), sigma=0.05)
+    >>> draw(3, np.random.default_rng(0)).shape
+    (3, 2, 2)
+    """
     from .mechanisms import TangentGaussian
 
     shift = manifold.log(center, footpoint)
@@ -161,7 +216,18 @@ def dp_rgd_step_sampler(manifold: Manifold, center: Array, footpoint: Array,
 
 
 def projection_statistic(manifold: Manifold, center: Array, direction: Array) -> Callable[[Array], Array]:
-    """s(y) = <Log_center(y), direction>: the coordinate of an output along the neighbours' geodesic."""
+    """s(y) = <Log_center(y), direction>: the coordinate of an output along the neighbours' geodesic.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.audit import projection_statistic
+    >>> from geodp.manifolds import Sphere
+    >>> m = Sphere(2)
+    >>> s = projection_statistic(m, m.origin(), np.array([1.0, 0.0, 0.0]))
+    >>> round(float(s(m.exp(m.origin(), np.array([0.3, 0.0, 0.0])))), 6)
+    0.3
+    """
     def statistic(y: Array) -> Array:
         return manifold.inner(center, manifold.log(center, y), direction)
 
@@ -173,7 +239,18 @@ def kng_mean_neighbours(manifold: Manifold, center: Array, radius: float,
     """Neighbouring data sets for the K-norm gradient Fréchet mean: n - 1 records at ``center``
     and one at distance ``radius`` on either side of it along a geodesic (the replaced record
     moves the risk's gradient by the most the data ball allows). Returns D, D' and the unit
-    direction of that geodesic at ``center``."""
+    direction of that geodesic at ``center``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.audit import kng_mean_neighbours
+    >>> from geodp.manifolds import Sphere
+    >>> m = Sphere(2)
+    >>> d, d_prime, direction = kng_mean_neighbours(m, m.origin(), 0.3, 10)
+    >>> d.shape, int(np.sum(np.any(d != d_prime, axis=-1)))   # one record differs
+    ((10, 3), 1)
+    """
     near, far, direction = neighbouring_footpoints(manifold, center, 2.0 * radius)
     rest = np.broadcast_to(manifold.check_point(center), (n - 1,) + near.shape)
     return np.concatenate([rest, far[None]]), np.concatenate([rest, near[None]]), direction
@@ -182,7 +259,19 @@ def kng_mean_neighbours(manifold: Manifold, center: Array, radius: float,
 def kng_mean_sampler(manifold: Manifold, points: Array, center: Array, radius: float,
                      scale: float) -> Sampler:
     """Draws of the K-norm gradient Fréchet mean of ``points`` at ``scale`` on the data ball,
-    exactly as ``private_frechet_mean(mechanism="kng")`` draws one."""
+    exactly as ``private_frechet_mean(mechanism="kng")`` draws one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.audit import kng_mean_neighbours, kng_mean_sampler
+    >>> from geodp.manifolds import Sphere
+    >>> m = Sphere(2)
+    >>> d, _, _ = kng_mean_neighbours(m, m.origin(), 0.3, 10)
+    >>> draw = kng_mean_sampler(m, d, m.origin(), 0.3, scale=0.05)
+    >>> draw(4, np.random.default_rng(0)).shape
+    (4, 3)
+    """
     from .learn.frechet import kng_mean_draws
     from .statistics import frechet_mean
 
@@ -199,7 +288,17 @@ def kng_regression_neighbours(manifold: Manifold, center: Array, n: int, x_bound
     (clipped to tau) the replaced record moves the risk's gradient by up to the joint
     sensitivity; and D's law is the more concentrated one, so the normalising constants do not
     cancel as they do for mirror-image neighbours (whose privacy loss stays below epsilon/2).
-    Returns the covariates, D's responses and D''s responses."""
+    Returns the covariates, D's responses and D''s responses.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.audit import kng_regression_neighbours
+    >>> from geodp.manifolds import Sphere
+    >>> x, y, y_prime = kng_regression_neighbours(Sphere(1), np.array([1.0, 0.0]), 2, 1.0)
+    >>> x.shape, y.shape, y_prime.shape
+    ((2,), (2, 2), (2, 2))
+    """
     center = manifold.check_point(center)
     moved = manifold.exp(center, separation * manifold.from_coords(center, np.eye(manifold.dim)[0]))
     y = np.broadcast_to(center, (n,) + center.shape)
@@ -220,12 +319,24 @@ def _regression_gradient_norm(manifold: Manifold, x: Array, y: Array, tau: float
 def kng_regression_sampler(manifold: Manifold, x: Array, y: Array, tau: float, v_max: float,
                            scale: float, center: Array | None = None,
                            radius: float | None = None) -> Sampler:
-    """Draws (k, 2, *point_shape) of the joint K-norm gradient regression release at ``scale``
+    """Draws ``(k, 2, *point_shape)`` of the joint K-norm gradient regression release at ``scale``
     on the domain of ``private_geodesic_regression`` (footpoint ball ``center``, ``radius``; the
-    whole space on compact manifolds; |v| <= ``v_max``), by its exact rejection sampler alone
+    whole space on compact manifolds; ``|v|`` <= ``v_max``), by its exact rejection sampler alone
     (``exact_only``: no chains are run, even where the release would run them first). An audit
     needs exact draws: where that sampler's acceptance is below ``kng.MIN_UNIFORM_ACCEPTANCE`` this
-    raises."""
+    raises.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.audit import kng_regression_neighbours, kng_regression_sampler
+    >>> from geodp.manifolds import Sphere
+    >>> m = Sphere(1)
+    >>> x, y, _ = kng_regression_neighbours(m, np.array([1.0, 0.0]), 2, 1.0)
+    >>> draw = kng_regression_sampler(m, x, y, tau=1.0, v_max=1.0, scale=1.0)
+    >>> draw(3, np.random.default_rng(0)).shape   # (k, footpoint and shooting vector, point)
+    (3, 2, 2)
+    """
     from .learn.regression import _domain_ball
     from .mechanisms.kng import BundleDomain, sample_bundle
     from .statistics.regression import regression_gradient
@@ -249,9 +360,22 @@ def kng_regression_sampler(manifold: Manifold, x: Array, y: Array, tau: float, v
 
 def kng_log_ratio_statistic(manifold: Manifold, x: Array, y: Array, y_prime: Array,
                             tau: float) -> Callable[[Array], Array]:
-    """s(p, v) = |grad E_D'(p, v)| - |grad E_D(p, v)|: sigma times the log-ratio of the two
+    """s(p, v) = ``|grad E_D'(p, v)|`` - ``|grad E_D(p, v)|``: sigma times the log-ratio of the two
     K-norm gradient densities up to their normalising constants, so its threshold events are the
-    Neyman-Pearson tests between the neighbours (the most powerful events for the audit)."""
+    Neyman-Pearson tests between the neighbours (the most powerful events for the audit).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.audit import kng_log_ratio_statistic, kng_regression_neighbours
+    >>> from geodp.manifolds import Sphere
+    >>> m = Sphere(1)
+    >>> x, y, y_prime = kng_regression_neighbours(m, np.array([1.0, 0.0]), 2, 1.0)
+    >>> s = kng_log_ratio_statistic(m, x, y, y_prime, tau=1.0)
+    >>> state = np.stack([y[0], np.zeros(2)])[None]    # one (footpoint, shooting vector) pair
+    >>> s(state).shape
+    (1,)
+    """
     norm_d = _regression_gradient_norm(manifold, x, y, tau)
     norm_d_prime = _regression_gradient_norm(manifold, x, y_prime, tau)
     return lambda states: norm_d_prime(states) - norm_d(states)

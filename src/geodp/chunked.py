@@ -25,9 +25,20 @@ from .manifolds.base import Array
 
 Kernel = Callable[[Array, Array], Any]
 
+__all__ = ["as_sample", "is_chunked", "InMemorySample", "ChunkedSample", "local_cluster",
+           "WORKER_ENVIRONMENT"]
+
 
 def is_chunked(points: object) -> bool:
-    """True for a ``dask.array.Array`` (checked without importing Dask)."""
+    """True for a ``dask.array.Array`` (checked without importing Dask).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.chunked import is_chunked
+    >>> is_chunked(np.zeros((3, 2)))
+    False
+    """
     return type(points).__module__.startswith("dask.") and hasattr(points, "to_delayed")
 
 
@@ -41,8 +52,20 @@ def _dask():
 
 
 class InMemorySample:
-    """Records (..., n, *point_shape) in one NumPy array, with weights normalised to sum to one;
-    leading dimensions are independent samples."""
+    """Records ``(..., n, *point_shape)`` in one NumPy array, with weights normalised to sum to one;
+    leading dimensions are independent samples.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.chunked import InMemorySample
+    >>> from geodp.manifolds import Euclidean
+    >>> s = InMemorySample(Euclidean(2), np.array([[0.0, 0.0], [2.0, 4.0]]))
+    >>> s.total(lambda x, w: w @ x)      # the weighted mean of the records
+    array([1., 2.])
+    >>> round(float(s.largest(lambda x: np.linalg.norm(x, axis=-1))), 4)
+    4.4721
+    """
 
     chunked = False
 
@@ -121,7 +144,7 @@ def _tree(parts: list, combine: Callable) -> Any:
 
 
 class ChunkedSample:
-    """Records (n, *point_shape) of a ``dask.array.Array`` chunked along the sample axis (records
+    """Records ``(n, *point_shape)`` of a ``dask.array.Array`` chunked along the sample axis (records
     of any shape (n, ...) when ``manifold`` is None, e.g. the rows a DP-RGD loss reads).
 
     Building one is a distributed pass that checks every chunk lies on the manifold (a ValueError
@@ -129,6 +152,16 @@ class ChunkedSample:
     are (``validate=False`` skips the check, for callers that check in a pass of their own).
     ``weights`` is None (equal weights) or an array of n non-negative weights; ``covariates``
     (n,), when given, are cut like the records and passed to every kernel as a third argument.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dask.array as da
+    >>> from geodp.chunked import ChunkedSample
+    >>> from geodp.manifolds import Euclidean
+    >>> x = da.from_array(np.arange(8.0).reshape(4, 2), chunks=(2, 2))
+    >>> ChunkedSample(Euclidean(2), x).total(lambda b, w: w @ b)   # the mean, chunk by chunk
+    array([3., 4.])
     """
 
     chunked = True
@@ -219,7 +252,18 @@ class ChunkedSample:
 
 def as_sample(manifold: Manifold, points: Any, weights: Any = None) -> InMemorySample | ChunkedSample:
     """The sample behind ``points``: a NumPy array (checked on the manifold), a dask array, or a
-    sample built already (returned as it is)."""
+    sample built already (returned as it is).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.chunked import as_sample
+    >>> from geodp.manifolds import Sphere
+    >>> m = Sphere(2)
+    >>> sample = as_sample(m, np.repeat(m.random_point(0)[None], 5, axis=0))
+    >>> sample.chunked, round(float(sample.total(lambda x, w: np.sum(w))), 6)   # weights sum to one
+    (False, 1.0)
+    """
     if isinstance(points, (InMemorySample, ChunkedSample)):
         return points
     if is_chunked(points):
@@ -228,7 +272,7 @@ def as_sample(manifold: Manifold, points: Any, weights: Any = None) -> InMemoryS
 
 
 WORKER_ENVIRONMENT = {"MALLOC_TRIM_THRESHOLD_": 2**28, "MALLOC_MMAP_THRESHOLD_": 2**25}
-"""glibc settings for Dask worker processes. dask.distributed sets MALLOC_TRIM_THRESHOLD_ to
+"""glibc settings for Dask worker processes. dask.distributed sets ``MALLOC_TRIM_THRESHOLD_`` to
 64 KiB, which also fixes the mmap threshold at 128 KiB: every block temporary of a batched
 kernel is then a fresh mapping that page-faults on first touch, and the workers spend most of
 their time in the kernel (measured: 2.2x slower passes on S^2). Start your own workers with
@@ -237,7 +281,14 @@ these variables set to get the speed of ``local_cluster``."""
 
 def local_cluster(workers: int) -> Any:
     """A ``dask.distributed`` LocalCluster of ``workers`` processes, one thread each, with
-    ``WORKER_ENVIRONMENT``, quiet logs and no dashboard (use as a context manager)."""
+    ``WORKER_ENVIRONMENT``, quiet logs and no dashboard (use as a context manager).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.chunked import local_cluster
+    >>> cluster = local_cluster(2)          # two worker processes  # doctest: +SKIP
+    """
     import logging
 
     dask = _dask()

@@ -256,10 +256,22 @@ class PrivateFrechetMean(TransformerMixin, BaseEstimator):
 
     Attributes
     ----------
-    mean_ : array (*point_shape)
+    mean_ : array ``(*point_shape)``
     release_ : Release
     manifold_ : Manifold
     n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.datasets import load
+    >>> from geodp.estimators import PrivateFrechetMean
+    >>> ds = load('digits-covariance')
+    >>> center, radius = ds.public_ball()
+    >>> est = PrivateFrechetMean(epsilon=1.0, center=center, radius=radius, random_state=0)
+    >>> est = est.fit(ds.points)
+    >>> est.mean_.shape, est.transform(ds.points[:3]).shape, est.release_.guarantee.describe()
+    ((5, 5), (3, 15), '1-DP (replace-one)')
     """
 
     def __init__(self, manifold="spd", epsilon=1.0, delta=None, center=None, radius=None,
@@ -283,7 +295,7 @@ class PrivateFrechetMean(TransformerMixin, BaseEstimator):
         return _tags(self, super().__sklearn_tags__())
 
     def fit(self, X, y=None) -> "PrivateFrechetMean":
-        """Release the private Fréchet mean of X, array (n, *point_shape); y is ignored."""
+        """Release the private Fréchet mean of X, array ``(n, *point_shape)``; y is ignored."""
         X = _records(self, X, reset=True)
         center, radius = _ball(self)
         route = _ball_route(self)
@@ -305,7 +317,7 @@ class PrivateFrechetMean(TransformerMixin, BaseEstimator):
         return self.manifold_.to_coords(self.mean_, self.manifold_.log(self.mean_, X))
 
     def inverse_transform(self, X) -> np.ndarray:
-        """Records (n, *point_shape) Exp_mean of the tangent vectors with coordinates X (n, dim)."""
+        """Records ``(n, *point_shape)`` Exp_mean of the tangent vectors with coordinates X (n, dim)."""
         check_is_fitted(self)
         X = np.asarray(X, dtype=float)
         return self.manifold_.exp(self.mean_, self.manifold_.from_coords(self.mean_, X))
@@ -410,11 +422,23 @@ class PrivateMDM(ClassifierMixin, TransformerMixin, BaseEstimator):
     Attributes
     ----------
     classes_ : array (k,)
-    means_ : array (k, *point_shape)
+    means_ : array ``(k, *point_shape)``
         The released class means.
     release_ : Release
     manifold_ : Manifold
     n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.datasets import load
+    >>> from geodp.estimators import PrivateMDM
+    >>> ds = load('digits-covariance')
+    >>> center, radius = ds.public_ball()
+    >>> clf = PrivateMDM(epsilon=1.0, center=center, radius=radius, classes=range(10), random_state=0)
+    >>> clf = clf.fit(ds.points, ds.labels)
+    >>> clf.means_.shape, clf.predict(ds.points[:5]).shape
+    ((10, 5, 5), (5,))
     """
 
     def __init__(self, manifold="spd", epsilon=1.0, delta=1e-6, center=None, radius=None,
@@ -445,7 +469,7 @@ class PrivateMDM(ClassifierMixin, TransformerMixin, BaseEstimator):
         return _tags(self, super().__sklearn_tags__())
 
     def fit(self, X, y) -> "PrivateMDM":
-        """Release the class means of X, array (n, *point_shape), labelled by y, array (n,)."""
+        """Release the class means of X, array ``(n, *point_shape)``, labelled by y, array (n,)."""
         X, y, center, radius = _labelled_records(self, X, y)
         route = _ball_route(self)
         mechanism = _mechanism(self.mechanism, self.manifold_, route)
@@ -515,7 +539,7 @@ class PrivateGeodesicRegression(RegressorMixin, BaseEstimator):
     x_range : (float, float)
         Public range of the covariate.
     v_max : float
-        Public bound on |v|.
+        Public bound on ``|v|``.
     center, radius
         Public footpoint ball; on compact manifolds (spheres, Kendall) radius None means the
         whole space. With a radius and no center, the manifold's origin.
@@ -529,12 +553,26 @@ class PrivateGeodesicRegression(RegressorMixin, BaseEstimator):
 
     Attributes
     ----------
-    footpoint_ : array (*point_shape)
-    shooting_vector_ : array (*point_shape)
+    footpoint_ : array ``(*point_shape)``
+    shooting_vector_ : array ``(*point_shape)``
     release_ : Release
     manifold_ : Manifold
     n_features_in_ : int
         1: one covariate.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.estimators import PrivateGeodesicRegression
+    >>> from geodp.manifolds import Sphere
+    >>> m = Sphere(2)
+    >>> x = np.random.default_rng(0).uniform(0.0, 1.0, 100)
+    >>> y = m.exp(m.origin(), x[:, None] * np.array([0.5, 0.0, 0.0]))
+    >>> reg = PrivateGeodesicRegression(epsilon=1.0, tau=0.5, v_max=1.0, center=m.origin(), radius=0.5,
+    ...                                 random_state=0)
+    >>> reg = reg.fit(x, y)
+    >>> reg.predict(np.array([0.0, 1.0])).shape, reg.release_.guarantee.describe()
+    ((2, 3), '1-DP (replace-one)')
     """
 
     def __init__(self, manifold="sphere", epsilon=1.0, tau=1.0, x_range=(0.0, 1.0), v_max=1.0,
@@ -571,7 +609,7 @@ class PrivateGeodesicRegression(RegressorMixin, BaseEstimator):
         return Y[:, None] if Y.ndim == 1 else Y
 
     def fit(self, X, Y) -> "PrivateGeodesicRegression":
-        """Release the geodesic of covariates X (n,) or (n, 1) and responses Y (n, *point_shape)
+        """Release the geodesic of covariates X (n,) or (n, 1) and responses Y ``(n, *point_shape)``
         (or (n,) reals with ``manifold="euclidean"``)."""
         if Y is None:
             raise ValueError("PrivateGeodesicRegression requires y to be passed, but the target y "
@@ -595,7 +633,7 @@ class PrivateGeodesicRegression(RegressorMixin, BaseEstimator):
         return self
 
     def predict(self, X) -> np.ndarray:
-        """Exp_p(x v) for each covariate: (n, *point_shape), or (n,) for scalar responses."""
+        """Exp_p(x v) for each covariate: ``(n, *point_shape)``, or (n,) for scalar responses."""
         check_is_fitted(self)
         x = self._covariate(X, reset=False)
         out = fitted_points(self.manifold_, self.footpoint_, self.shooting_vector_, x)
@@ -657,14 +695,27 @@ class PrivateTangentSpaceClassifier(ClassifierMixin, BaseEstimator):
     Attributes
     ----------
     classes_ : array (k,)
-    reference_ : array (*point_shape)
+    reference_ : array ``(*point_shape)``
         The released reference point.
     coef_ : array (k, dim)
-        The released weights (dim = manifold_.dim), on the features phi(x) (coordinates / B).
+        The released weights (dim = ``manifold_``.dim), on the features phi(x) (coordinates / B).
     intercept_ : array (k,)
     release_ : Release
     manifold_ : Manifold
     n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.datasets import load
+    >>> from geodp.estimators import PrivateTangentSpaceClassifier
+    >>> ds = load('emg-covariance')
+    >>> center, radius = ds.public_ball()
+    >>> clf = PrivateTangentSpaceClassifier(epsilon=1.0, center=center, radius=radius, steps=20,
+    ...                                     classes=np.unique(ds.labels), random_state=0,
+    ...                                     reference_mechanism='wrapped-laplace')
+    >>> clf.fit(ds.points, ds.labels).predict_proba(ds.points[:2]).shape
+    (2, 5)
     """
 
     def __init__(self, manifold="spd", epsilon=1.0, delta=1e-5, center=None, radius=None,
@@ -693,7 +744,7 @@ class PrivateTangentSpaceClassifier(ClassifierMixin, BaseEstimator):
         return _tags(self, super().__sklearn_tags__())
 
     def fit(self, X, y) -> "PrivateTangentSpaceClassifier":
-        """Release the reference point and weights for X, array (n, *point_shape), labelled by y,
+        """Release the reference point and weights for X, array ``(n, *point_shape)``, labelled by y,
         array (n,)."""
         X, y, center, radius = _labelled_records(self, X, y)
         self.release_ = private_tangent_logistic(
@@ -767,7 +818,7 @@ class PrivatePCA(TransformerMixin, BaseEstimator):
         Default None: ``"sphere"`` for one component, ``"grassmann"`` for more.
     epsilon, delta : float
     norm_bound : float
-        Public bound B on |x_i - center|; rows above raise, or with ``clip_data`` are scaled back.
+        Public bound B on ``|x_i - center|``; rows above raise, or with ``clip_data`` are scaled back.
     n_components : int
         1 <= k < D.
     center : array (D,), optional
@@ -786,6 +837,16 @@ class PrivatePCA(TransformerMixin, BaseEstimator):
     manifold_ : Manifold
     n_features_in_ : int
     n_components_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.estimators import PrivatePCA
+    >>> z = np.random.default_rng(0).normal(size=(500, 4)) * [3.0, 1.0, 0.5, 0.5]
+    >>> pca = PrivatePCA(epsilon=1.0, norm_bound=10.0, n_components=2, clip_data=True, random_state=0)
+    >>> pca = pca.fit(z)
+    >>> pca.components_.shape, pca.transform(z).shape
+    ((2, 4), (500, 2))
     """
 
     def __init__(self, manifold=None, epsilon=1.0, delta=1e-5, norm_bound=None, n_components=1,
@@ -836,12 +897,12 @@ class PrivatePCA(TransformerMixin, BaseEstimator):
         return self
 
     def transform(self, X) -> np.ndarray:
-        """Scores (n, k): (X - center) @ components_.T."""
+        """Scores (n, k): (X - center) @ ``components_``.T."""
         check_is_fitted(self)
         return self._centred(X, reset=False) @ self.components_.T
 
     def inverse_transform(self, X) -> np.ndarray:
-        """Points (n, D) of the subspace: X @ components_ + center."""
+        """Points (n, D) of the subspace: X @ ``components_`` + center."""
         check_is_fitted(self)
         out = np.asarray(X, dtype=float) @ self.components_
         return out if self.center is None else out + np.asarray(self.center, dtype=float)

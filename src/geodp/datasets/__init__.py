@@ -21,10 +21,24 @@ from ..manifolds import (SPD, Euclidean, Hyperbolic, KendallShape, Manifold, Spe
 _UCI_DIGITS = ("UCI Optical Recognition of Handwritten Digits (CC BY 4.0), bundled with "
                "scikit-learn (BSD-3-Clause)")
 
+__all__ = ["load", "names", "Dataset", "open_chunked", "CHUNK_BYTES"]
+
 
 @dataclass(frozen=True)
 class Dataset:
-    """Points on a manifold with per-point labels and provenance."""
+    """Points on a manifold with per-point labels and provenance.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.datasets import load
+    >>> ds = load('digits-covariance')
+    >>> ds.points.shape, ds.manifold, ds.has_public_ball
+    ((1797, 5, 5), SPD(5, metric='affine'), True)
+    >>> center, radius = ds.public_ball()
+    >>> center.shape, round(radius, 3)
+    ((5, 5), 30.892)
+    """
 
     name: str
     points: np.ndarray
@@ -140,12 +154,29 @@ _NO_BALL = {
 
 
 def names() -> list[str]:
-    """Names of the shipped data sets."""
+    """Names of the shipped data sets.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.datasets import names
+    >>> 'digits-covariance' in names(), len(names()) >= 10
+    (True, True)
+    """
     return sorted(_REGISTRY)
 
 
 def load(name: str) -> Dataset:
-    """Load a shipped data set by name (see ``names()``)."""
+    """Load a shipped data set by name (see ``names()``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.datasets import load
+    >>> points, manifold = load('cities')     # unpacks as (points, manifold)
+    >>> points.shape, manifold
+    ((50, 3), Sphere(2))
+    """
     if name not in _REGISTRY:
         raise KeyError(f"unknown data set {name!r}; available: {', '.join(names())}")
     make_manifold, description, source = _REGISTRY[name]
@@ -198,9 +229,18 @@ def open_chunked(path: str | Path) -> Any:
 
     ``path`` is a Zarr array (a directory ending in ``.zarr``, or holding ``.zarray`` or
     ``zarr.json``; its own chunks), a directory of ``.npy`` files (taken in name order, one
-    array (n_i, *point_shape) each, concatenated) or a single ``.npy`` file. Nothing is read but
+    array ``(n_i, *point_shape)`` each, concatenated) or a single ``.npy`` file. Nothing is read but
     headers until a computation runs; the workers then read their chunks themselves, so on a
     cluster the path must be visible to every worker. Needs ``pip install 'geodp[dask]'``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import tempfile, os
+    >>> from geodp.datasets import load, open_chunked
+    >>> path = os.path.join(tempfile.mkdtemp(), 'cov.npy')
+    >>> np.save(path, load('digits-covariance').points)
+    >>> arr = open_chunked(path)   # a lazy dask array (extra [dask])  # doctest: +SKIP
     """
     try:
         import dask.array as da

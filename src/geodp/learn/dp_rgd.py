@@ -184,7 +184,7 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
     Parameters
     ----------
     manifold : Manifold
-    per_sample_grad : callable(w, batch) -> array (b, *point_shape)
+    per_sample_grad : callable(w, batch) -> array ``(b, *point_shape)``
         Riemannian gradients of the per-record losses at w, one per record of ``batch`` (rows of
         ``data``), vectorised, projected onto T_w (``manifold.to_tangent``) before clipping;
         Euclidean gradients with ``euclidean_grad=True`` (converted by ``manifold.egrad_to_rgrad``).
@@ -211,10 +211,10 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
         iterates a gradient above L0 is clipped to it (so the guarantee still holds) and counted
         among the diagnostics.
     replace_sensitivity : float, optional
-        Replace-one relation only: a proven bound, at every iterate, on |g(w, x) - g(w, x')| for
+        Replace-one relation only: a proven bound, at every iterate, on ``|g(w, x) - g(w, x')|`` for
         two records x, x' (at most 2 clip, the default). ``private_frechet_mean`` passes the
         Rauch bound of the Fréchet function's gradient.
-    output : "last" | "random" | "average" | "weighted-average"
+    output : "last" ``| "random" |`` "average" | "weighted-average"
     loss : callable(w, data) -> float, optional
         Records the full-data loss at every iterate: a non-private diagnostic; an error inside it
         is recorded, never raised.

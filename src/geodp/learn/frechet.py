@@ -382,6 +382,7 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
     """A differentially private Fréchet mean of data in the public ball B_radius(center).
 
     Mechanisms:
+
     - ``"laplace"``: Riemannian Laplace at the sample mean, scale Delta/epsilon with Delta of
       Theorem 2 (Reimherr et al. 2021); ``restrict=True`` conditions on the data ball and doubles
       the scale (Theorem 3). Gives epsilon-DP.
@@ -390,7 +391,7 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
       3.2-3.4) of the exponential-wrapped paper, on Hadamard manifolds only. ``footpoint`` is a
       public point (default: ``center``) or ``"private"``: a Riemannian Laplace release of the mean
       of a random 5% subsample spending ``footpoint_budget`` of the budget (the paper's appendix
-      A.3.1). ``tangent_sensitivity`` is a caller-proved bound on |Log_p0 f(D) - Log_p0 f(D')|
+      A.3.1). ``tangent_sensitivity`` is a caller-proved bound on ``|Log_p0 f(D) - Log_p0 f(D')|``
       (default: Delta, valid because Log_p0 is 1-Lipschitz on Hadamard manifolds).
     - ``"dp-rgd"``: the mean as empirical risk minimisation, F(w) = (1/2n) sum_i rho(w, x_i)^2,
       by DP Riemannian gradient descent (Han et al., Algorithm 1; ``dp_rsgd``) from the public
@@ -401,7 +402,7 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
       Gives (epsilon, delta)-DP with ``delta``; ``secure=True`` draws discrete Gaussian noise
       from the operating system (``dp_rsgd``).
     - ``"kng"``: the K-norm gradient mechanism on the data ball, density proportional to
-      exp(-|grad F_D(m)| / sigma), F_D(m) = (1/2n) sum_i rho(m, x_i)^2, sigma = 2 Delta / epsilon with
+      exp(-``|grad F_D(m)|`` / sigma), F_D(m) = (1/2n) sum_i rho(m, x_i)^2, sigma = 2 Delta / epsilon with
       Delta = ``kng_mean_sensitivity`` (Soto et al. 2022); sampled exactly through the strong
       convexity h(r, k) of F on the ball (``sample_convex``). Gives epsilon-DP.
 
@@ -410,7 +411,7 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
     manifold : Manifold
         First, as in every estimator of geodp (another order is a TypeError showing the
         expected call).
-    points : array (n, *point_shape)
+    points : array ``(n, *point_shape)``
         The records, one point each.
     epsilon, delta, mu, rdp
         The target guarantee (which ones a mechanism takes is listed above).
@@ -462,14 +463,16 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
     Every mechanism here is analysed for replace-one neighbours: data sets of the same public size
     n that differ in one record (``rel.guarantee.relation``).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from geodp.datasets import load
     >>> ds = load("digits-covariance")
     >>> center, radius = ds.public_ball()
     >>> rel = private_frechet_mean(ds.manifold, ds.points, 1.0, center, radius, rng=0)
     >>> rel.guarantee.describe()
     '1-DP (replace-one)'
+    >>> rel.value.shape, rel.exact_sampler
+    ((5, 5), True)
     """
     manifold, points = manifold_first("private_frechet_mean", manifold, points)
     spec = lookup(mechanism)

@@ -10,7 +10,14 @@ import numpy as np
 def jax_per_sample_grad(loss: Callable) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """``per_sample_grad`` for ``dp_rsgd`` from loss(w, record) -> scalar, written with jax.numpy:
     jax.vmap(jax.grad(loss)) over the records of a batch, returned as NumPy arrays. These are
-    Euclidean gradients: pass ``euclidean_grad=True`` to ``dp_rsgd``."""
+    Euclidean gradients: pass ``euclidean_grad=True`` to ``dp_rsgd``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.learn import jax_per_sample_grad
+    >>> grad = jax_per_sample_grad(lambda w, z: (w @ z) ** 2)   # doctest: +SKIP
+    """
     try:
         import jax
     except ImportError as exc:

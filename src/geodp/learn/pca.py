@@ -98,7 +98,7 @@ def private_pca(manifold: Manifold, data: Array, epsilon: float, delta: float, n
     epsilon, delta : float
         The target (epsilon, delta)-DP.
     norm_bound : float
-        A public bound B on |z_i| (not computed from the data): rows above it raise, or with
+        A public bound B on ``|z_i|`` (not computed from the data): rows above it raise, or with
         ``clip_data=True`` are scaled back to norm B (their count is in the diagnostics).
     steps, lr, init, batch_size, output, rng, ledger, progress, sample_rate
         As in ``dp_rsgd``; ``lr`` defaults to 1 / (2 B^2), ``init`` (public) to a uniform random
@@ -160,11 +160,11 @@ def private_principal_subspace(manifold: Manifold, data: Array, epsilon: float, 
     Gr(D, k) (an orthonormal basis, shape (D, k)): ``private_pca`` for k directions.
 
     DP-RGD (``dp_rsgd``; Han, Mishra, Jawanpuria & Gao, Section 5.1 with the sphere replaced by
-    the Grassmann manifold) minimises F(Y) = -(1/n) sum_i |Y^T z_i|^2 over Gr(D, k). With
+    the Grassmann manifold) minimises F(Y) = -(1/n) sum_i ``|Y^T z_i|^2`` over Gr(D, k). With
     a_i = Y^T z_i, the per-record Riemannian gradient is g_i = -2 (z_i - Y a_i) a_i^T, a rank-one
-    matrix of norm |g_i|_F = 2 |z_i - Y a_i| |a_i|. As z_i - Y a_i and Y a_i are orthogonal and
-    |Y a_i| = |a_i|, |z_i - Y a_i|^2 + |a_i|^2 = |z_i|^2, and 2 x y <= x^2 + y^2 gives
-    |g_i|_F <= |z_i|^2 <= B^2 at every Y: B^2 is the geodesic Lipschitz constant of every f_i, so
+    matrix of norm ``|g_i|_F`` = 2 ``|z_i - Y a_i|`` ``|a_i|``. As z_i - Y a_i and Y a_i are orthogonal and
+    ``|Y a_i|`` = ``|a_i|``, ``|z_i - Y a_i|^2`` + ``|a_i|^2`` = ``|z_i|^2``, and 2 x y <= x^2 + y^2 gives
+    ``|g_i|_F`` <= ``|z_i|^2`` <= B^2 at every Y: B^2 is the geodesic Lipschitz constant of every f_i, so
     no clipping acts and the guarantee holds for all data within the bound.
 
     Neighbouring relation, ``norm_bound``, ``clip_data``, ``batch_size``, ``sample_rate``,

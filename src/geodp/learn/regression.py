@@ -147,17 +147,17 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     geodesic loss, ``regression_gradient``), so one record moves its gradient by at most the
     ``regression_sensitivity`` bound at every (p, v) of the public domain: p in the footpoint
     ball B_radius(center) (the whole space on a compact manifold when radius is None) and
-    |v| <= ``v_max``; covariates in ``x_range``. Nothing of the domain is read from the data.
+    ``|v|`` <= ``v_max``; covariates in ``x_range``. Nothing of the domain is read from the data.
 
     ``release="joint"`` (default): one KNG draw of (p, v) on that domain of the tangent bundle,
-    density exp(-|grad E(p, v)| / sigma) for the product norm, sigma = 2 Delta / epsilon with the
+    density exp(-``|grad E(p, v)|`` / sigma) for the product norm, sigma = 2 Delta / epsilon with the
     joint sensitivity: epsilon-DP (Reimherr & Awan 2019, Theorem 3.1 on the compact domain).
 
     ``release="sequential"``: the paper's two steps in a sound form. First p with
-    epsilon_p = footpoint_budget * epsilon by KNG on |grad_p E(p, 0)| (the shooting vector held
+    epsilon_p = footpoint_budget * epsilon by KNG on ``|grad_p E(p, 0)|`` (the shooting vector held
     at the public value 0, so the footpoint step uses no data-dependent v; its sensitivity is
-    2 tau / n), then v on T_p~ within |v| <= v_max with the rest of the budget by KNG on
-    |grad_v E(p~, v)| (sensitivity Delta_v); epsilon_p + epsilon_v = epsilon by composition.
+    2 tau / n), then v on T_p~ within ``|v|`` <= v_max with the rest of the budget by KNG on
+    ``|grad_v E(p~, v)|`` (sensitivity Delta_v); epsilon_p + epsilon_v = epsilon by composition.
     With v = 0 the footpoint step targets the Huber mean of the responses, which is the regression
     footpoint when the covariates are centred (shift x so that 0 is their public mid-range).
 
@@ -186,7 +186,7 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
         With ``y`` a chunked ``dask.array.Array`` (``x`` then cut like it), every gradient is a
         distributed reduction: one pass per sampler step (200, and up to ``max_steps`` when the
         chains run on to mix).
-    y : array (n, *point_shape)
+    y : array ``(n, *point_shape)``
         Responses on ``manifold`` (one record is one pair (x_i, y_i); n is public).
     epsilon, tau, x_range, v_max, center, radius
         Budget and public domain (above).
@@ -207,8 +207,8 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     ApproximateSamplerRefused
         Without ``allow_approximate``, where no exact sampler can be used (after the reservation).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from geodp.manifolds import Sphere
     >>> m = Sphere(2)
     >>> rng = np.random.default_rng(0)

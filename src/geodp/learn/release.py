@@ -70,6 +70,21 @@ class Release:
     statistics computed from the data without protection (records clipped, iterations, sampler
     acceptance, R-hat, loss traces): they are not covered by the guarantee and are for the data
     curator only.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp import private_frechet_mean
+    >>> from geodp.manifolds import Sphere
+    >>> m = Sphere(2)
+    >>> x = m.exp(m.origin(), 0.1 * np.random.default_rng(0).normal(size=(200, 3)) * [1, 1, 0])
+    >>> rel = private_frechet_mean(m, x, 1.0, m.origin(), 0.5, rng=0)
+    >>> rel.public['guarantee'], rel.public['relation'], rel.public['exact_sampler']
+    ('1-DP (replace-one)', 'replace-one', True)
+    >>> 'diagnostics' in rel.public      # noiseless statistics stay out of what is published
+    False
+    >>> 'Theorem 2' in rel.theorem
+    True
     """
 
     value: np.ndarray | dict[str, np.ndarray]

@@ -175,6 +175,18 @@ class Manifold(ABC):
     says so up front.
     ``tolerance`` is the distance from the manifold (in the ambient representation) that
     ``check_point`` and ``check_tangent`` accept.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.manifolds import Sphere
+    >>> m = Sphere(2)
+    >>> p, q = m.origin(), m.random_point(0)
+    >>> v = m.log(p, q)
+    >>> bool(np.allclose(m.exp(p, v), q)), bool(np.isclose(m.norm(p, v), m.dist(p, q)))
+    (True, True)
+    >>> m.curvature_bounds, m.injectivity_radius
+    ((1.0, 1.0), 3.141592653589793)
     """
 
     dim: int
@@ -232,7 +244,7 @@ class Manifold(ABC):
         return y.reshape(y.shape[:-1] + self.point_shape)
 
     def off_manifold(self, x: Array) -> Array:
-        """Whether each ambient array x (..., *point_shape) lies off the manifold (beyond
+        """Whether each ambient array x ``(..., *point_shape)`` lies off the manifold (beyond
         ``tolerance``, or where its defect cannot be computed)."""
         try:
             return self._point_defect(x) > self.tolerance
@@ -263,10 +275,10 @@ class Manifold(ABC):
 
         D_p = {v : the geodesic Exp_p(t v), t in [0, 1], minimises past t = 1}. Exp_p maps D_p
         diffeomorphically onto M minus the cut locus of p, a set of full measure, and
-        rho(p, Exp_p v) = |v| on D_p (Chavel 2006, Riemannian Geometry, Sec. III.2; Sakai 1996,
+        rho(p, Exp_p v) = ``|v|`` on D_p (Chavel 2006, Riemannian Geometry, Sec. III.2; Sakai 1996,
         Riemannian Geometry, Sec. III.4): integrals over M pull back to D_p with the weight
         ``volume_density``. The exact tangent-rejection sampler of the Riemannian Laplace needs
-        it (with ``diameter``, which bounds |v| on D_p).
+        it (with ``diameter``, which bounds ``|v|`` on D_p).
         """
 
     @property
@@ -296,7 +308,7 @@ class Manifold(ABC):
         """(sum_i w_i Log_p(x_i), F(p) = 1/2 sum_i w_i rho(p, x_i)^2): minus the Riemannian gradient
         of the Fréchet function F, and F itself, in one pass over the data.
 
-        ``x`` has shape (..., n, *point_shape), ``weights`` (..., n) and ``p`` (..., *point_shape).
+        ``x`` has shape ``(..., n, *point_shape)``, ``weights`` (..., n) and ``p`` ``(..., *point_shape)``.
         """
         nd = len(self.point_shape)
         p = np.expand_dims(np.asarray(p, dtype=float), -nd - 1)
@@ -306,16 +318,16 @@ class Manifold(ABC):
         return grad, 0.5 * np.sum(w * self.inner(p, logs, logs), axis=-1)
 
     def karcher_start(self, x: Array, weights: Array) -> Array:
-        """Starting point of the Karcher iteration for the data x (..., n, *point_shape): the first
+        """Starting point of the Karcher iteration for the data x ``(..., n, *point_shape)``: the first
         data point here; manifolds with a cheap extrinsic mean override it (fewer iterations)."""
         return np.take(np.asarray(x, dtype=float), 0, axis=-len(self.point_shape) - 1)
 
     def norm(self, p: Array, v: Array) -> Array:
-        """Riemannian norm |v|_p."""
+        """Riemannian norm ``|v|_p``."""
         return np.sqrt(np.maximum(self.inner(p, v, v), 0.0))
 
     def dist(self, p: Array, q: Array) -> Array:
-        """Geodesic distance rho(p, q) = |Log_p(q)|_p."""
+        """Geodesic distance rho(p, q) = ``|Log_p(q)|_p``."""
         return self.norm(p, self.log(p, q))
 
     @optional
@@ -334,8 +346,8 @@ class Manifold(ABC):
 
     def mean_exp_adjoints(self, p: Array, v: Array, x: Array, e: Array) -> tuple[Array, Array]:
         """((1/n) sum_i d_p Exp_p(x_i v)^dagger e_i, (1/n) sum_i x_i d_v Exp_p(x_i v)^dagger e_i):
-        the sums in Fletcher's (2011) regression gradients, for covariates x (n,) and e (..., n,
-        *point_shape) with e_i in T_{Exp_p(x_i v)}; p and v (..., *point_shape) may carry batch
+        the sums in Fletcher's (2011) regression gradients, for covariates x (n,) and e ``(..., n,
+        *point_shape)`` with e_i in T_{Exp_p(x_i v)}; p and v ``(..., *point_shape)`` may carry batch
         dimensions. Space forms, Kendall's shapes and SPD override this with a closed form of
         the mean."""
         nd = len(self.point_shape)
@@ -348,7 +360,7 @@ class Manifold(ABC):
                                tau: float | None = None) -> tuple[Array, Array, Array]:
         """The residuals of the geodesic t -> Exp_p(t v) at covariates x (n,) carried back to p:
         ``mean_exp_adjoints`` of eps_i = Log_{yhat_i}(y_i), yhat_i = Exp_p(x_i v), each scaled to
-        norm at most ``tau`` when given, and rho_i = |Log_{yhat_i}(y_i)| (..., n). The regression
+        norm at most ``tau`` when given, and rho_i = ``|Log_{yhat_i}(y_i)|`` (..., n). The regression
         gradient's one pass over the records; SPD overrides it."""
         nd = len(self.point_shape)
         x = np.asarray(x, dtype=float)
@@ -384,7 +396,7 @@ class Manifold(ABC):
         """Tangent vector at p with orthonormal coordinates c (inverse of ``to_coords``)."""
 
     def tangent_basis(self, p: Array) -> Array:
-        """Orthonormal basis of T_p, shape (..., dim, *point_shape)."""
+        """Orthonormal basis of T_p, shape ``(..., dim, *point_shape)``."""
         p = np.asarray(p, dtype=float)
         p_b = np.expand_dims(p, -len(self.point_shape) - 1)
         return self.from_coords(p_b, np.eye(self.dim))
@@ -399,7 +411,7 @@ class Manifold(ABC):
         """
 
     def max_volume_density(self, radius: float) -> float:
-        """An upper bound of ``volume_density(p, v)`` over all p and |v| <= radius."""
+        """An upper bound of ``volume_density(p, v)`` over all p and ``|v|`` <= radius."""
         return 1.0
 
     # ----------------------------------------------------------------- checks

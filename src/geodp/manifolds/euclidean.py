@@ -8,7 +8,16 @@ from .base import Array, Manifold, integer_size, rowdot, weighted_sum
 
 
 class Euclidean(Manifold):
-    """R^dim, points and tangent vectors as arrays of shape (..., dim)."""
+    """R^dim, points and tangent vectors as arrays of shape (..., dim).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.manifolds import Euclidean
+    >>> m = Euclidean(3)
+    >>> float(m.dist(np.zeros(3), np.array([3.0, 4.0, 0.0])))
+    5.0
+    """
 
     symmetric_space = True
 
@@ -40,7 +49,7 @@ class Euclidean(Manifold):
         return np.asarray(q, dtype=float) - p
 
     def mean_log_and_value(self, p: Array, x: Array, weights: Array) -> tuple[Array, Array]:
-        """sum_i w_i (x_i - p) = sum_i w_i x_i - (sum_i w_i) p, and 1/2 sum_i w_i |x_i - p|^2."""
+        """sum_i w_i (x_i - p) = sum_i w_i x_i - (sum_i w_i) p, and 1/2 sum_i w_i ``|x_i - p|^2``."""
         w = np.asarray(weights, dtype=float)
         p = np.asarray(p, dtype=float)
         d = x - p[..., None, :]

@@ -52,6 +52,17 @@ class Grassmann(Manifold):
     n - k = 1, Gr(n, k) is isometric to the real projective space RP^(n-1), of constant curvature
     1 (flat when n = 2, a circle of length pi). The injectivity radius is pi/2: the subspaces with
     a principal angle pi/2 to Y form its cut locus.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.manifolds import Grassmann
+    >>> m = Grassmann(3, 1)                        # lines through the origin of R^3
+    >>> x, y = np.array([[1.0], [0.0], [0.0]]), np.array([[1.0], [1.0], [0.0]]) / np.sqrt(2)
+    >>> round(float(m.dist(x, y)), 6)   # the angle between the lines, pi/4
+    0.785398
+    >>> round(float(m.dist(x, -x)), 6)  # a basis and its negative span the same line
+    0.0
     """
 
     symmetric_space = True
@@ -95,7 +106,7 @@ class Grassmann(Manifold):
         and Exp_Y(V), is below pi/2: bool, shape the batch shape of v.
 
         Exp_Y(V) = Y W cos(S) W^T + U sin(S) W^T has Y^T Exp_Y(V) = W cos(S) W^T, so its principal
-        angles to Y are the singular values theta_i of V while they stay below pi/2: rho = |V|
+        angles to Y are the singular values theta_i of V while they stay below pi/2: rho = ``|V|``
         there, and ``log`` inverts Exp. The subspaces with a principal angle pi/2 to Y (a null
         set) form the cut locus (Wong 1968; Sakai 1977, "On cut loci of compact symmetric
         spaces"); ``volume_density`` is positive before it (theta_i +- theta_j in (-pi, pi)).
@@ -133,7 +144,7 @@ class Grassmann(Manifold):
 
     @threaded
     def dist(self, p: Array, q: Array) -> Array:
-        """sqrt(sum_i theta_i^2) over the principal angles theta_i, as |Log_Y1(Y2)|."""
+        """sqrt(sum_i theta_i^2) over the principal angles theta_i, as ``|Log_Y1(Y2)|``."""
         perp, c, _, _ = _aligned(p, q)
         return _frobenius(perp * acos_ratio(c)[..., None, :])
 
@@ -219,7 +230,7 @@ class Grassmann(Manifold):
 
     def to_coords(self, p: Array, v: Array) -> Array:
         """vec(Y_perp^T V) (row-major, shape (..., (n - k) k)): the horizontal space is
-        {Y_perp B}, and |Y_perp B|_F = |B|_F, so these coordinates are orthonormal."""
+        {Y_perp B}, and ``|Y_perp B|_F`` = ``|B|_F``, so these coordinates are orthonormal."""
         b = np.matmul(_t(self._complement(p)), v)
         return b.reshape(b.shape[:-2] + (self.dim,))
 
@@ -229,14 +240,14 @@ class Grassmann(Manifold):
         return np.matmul(self._complement(p), b)
 
     def volume_density(self, p: Array, v: Array) -> Array:
-        """prod_{i<j} sinc(theta_i - theta_j) sinc(theta_i + theta_j) prod_i sinc(theta_i)^|n-2k|
+        """prod_{i<j} sinc(theta_i - theta_j) sinc(theta_i + theta_j) prod_i sinc(theta_i)^``|n-2k|``
         over the m = min(k, n - k) largest singular values theta_i of V, sinc(x) = sin(x)/x.
 
         Gr(n, k) = SO(n)/S(O(k) x O(n-k)) is a compact symmetric space of rank m whose restricted
-        roots are theta_i +- theta_j (multiplicity 1) and theta_i (multiplicity |n - 2k|); the
+        roots are theta_i +- theta_j (multiplicity 1) and theta_i (multiplicity ``|n - 2k|``); the
         Jacobian of Exp on such a space is prod over positive roots (sin(alpha)/alpha)^(m_alpha)
         (Helgason 1984, Groups and Geometric Analysis, Ch. I, Section 5). k = 1 gives the
-        sphere's sinc(|v|)^(n-2); the invariant tests check the formula against finite
+        sphere's sinc(``|v|``)^(n-2); the invariant tests check the formula against finite
         differences of Exp.
         """
         m = min(self.k, self.ambient - self.k)

@@ -39,6 +39,16 @@ class Hyperbolic(Manifold):
     the origin has coordinates of size R cosh(r / R), so in double precision the constraint holds
     to about eps cosh(r/R)^2 and distances near the point are resolved to about eps cosh(r/R)
     (r = 20 R: 5e-8 relative). ``check_point`` warns beyond x_0 = 1e4 R (r = 9.9 R).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.manifolds import Hyperbolic
+    >>> m = Hyperbolic(2)
+    >>> p = m.origin()
+    >>> q = m.exp(p, np.array([0.0, 1.0, 0.0]))   # a unit step along the first axis
+    >>> round(float(m.dist(p, q)), 6), m.curvature_bounds
+    (1.0, (-1.0, -1.0))
     """
 
     symmetric_space = True
@@ -79,7 +89,7 @@ class Hyperbolic(Manifold):
 
     @threaded
     def exp(self, p: Array, v: Array) -> Array:
-        """Exp_p(v) = cosh(t) p + sinhc(t) v, t = |v|/R, both from one expm1."""
+        """Exp_p(v) = cosh(t) p + sinhc(t) v, t = ``|v|``/R, both from one expm1."""
         cosh_t, sinhc_t = cosh_sinhc(np.sqrt(np.maximum(minkowski(v, v), 0.0)) / self.radius)
         out = p * cosh_t[..., None]
         out += sinhc_t[..., None] * v
@@ -128,7 +138,7 @@ class Hyperbolic(Manifold):
 
     def exp_adjoints(self, p: Array, v: Array, e: Array) -> tuple[Array, Array]:
         """cosh(t) (d_p) and sinh(t)/t (d_v) on the part of the transported e orthogonal to gamma,
-        t = |v|/R."""
+        t = ``|v|``/R."""
         return space_form_exp_adjoints(p, v, e, -1.0, self.radius, self.inner)
 
     def mean_exp_adjoints(self, p: Array, v: Array, x: Array, e: Array) -> tuple[Array, Array]:
@@ -166,7 +176,7 @@ class Hyperbolic(Manifold):
         return np.concatenate([yc[..., None] + 0.0 * space[..., :1], space], axis=-1)
 
     def volume_density(self, p: Array, v: Array) -> Array:
-        """(sinh(|v|/R) / (|v|/R))^(dim-1)."""
+        """(sinh(``|v|``/R) / (``|v|``/R))^(dim-1)."""
         t = np.sqrt(np.maximum(minkowski(v, v), 0.0)) / self.radius
         return np.exp((self.dim - 1) * log_sinhc(t))
 

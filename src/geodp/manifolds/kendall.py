@@ -39,7 +39,18 @@ def helmert(k: int) -> Array:
 
 
 class KendallShape(Manifold):
-    """Planar shapes of ``k_landmarks`` landmarks: dim 2k - 4, curvature in [1, 4], inj = pi/2."""
+    """Planar shapes of ``k_landmarks`` landmarks: dim 2k - 4, curvature in [1, 4], inj = pi/2.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.manifolds import KendallShape
+    >>> m = KendallShape(3)                        # triangles
+    >>> tri = m.random_point(0)
+    >>> rotated = tri @ np.array([[0.0, -1.0], [1.0, 0.0]])   # the same shape, turned by 90 degrees
+    >>> round(float(m.dist(tri, rotated)), 6), m.dim
+    (0.0, 2)
+    """
 
     symmetric_space = True
 
@@ -91,7 +102,7 @@ class KendallShape(Manifold):
 
     @threaded
     def exp(self, p: Array, v: Array) -> Array:
-        """Exp on the pre-shape sphere of a horizontal v: cos(|v|) p + sinc(|v|) v."""
+        """Exp on the pre-shape sphere of a horizontal v: cos(``|v|``) p + sinc(``|v|``) v."""
         t = np.sqrt(np.einsum("...ij,...ij->...", v, v))[..., None, None]
         return np.cos(t) * p + sinc(t) * v
 
@@ -102,7 +113,7 @@ class KendallShape(Manifold):
 
     @threaded
     def dist(self, p: Array, q: Array) -> Array:
-        """rho = arccos |<p, q>|, computed as the chordal angle to the aligned q."""
+        """rho = arccos ``|<p, q>|``, computed as the chordal angle to the aligned q."""
         return self._aligned_angle(_to_complex(p), _to_complex(q))[0]
 
     @threaded
@@ -128,7 +139,7 @@ class KendallShape(Manifold):
 
     def exp_adjoints(self, p: Array, v: Array, e: Array) -> tuple[Array, Array]:
         """Transport e back along the horizontal geodesic (its unit velocity at the end,
-        e1 = -sin(t) p + cos(t) u, goes to u, t = |v|), then split along u = v/|v|: the real part
+        e1 = -sin(t) p + cos(t) u, goes to u, t = ``|v|``), then split along u = v/``|v|``: the real part
         of <u, e> is parallel to gamma (factor 1), its imaginary part lies on the plane (u, iu) of
         curvature 4 (cos 2t for d_p, sin(2t)/(2t) for d_v), the rest on planes of curvature 1
         (cos t, sin(t)/t)."""
@@ -148,7 +159,7 @@ class KendallShape(Manifold):
 
     def mean_exp_adjoints(self, p: Array, v: Array, x: Array, e: Array) -> tuple[Array, Array]:
         """The mean of ``exp_adjoints`` over the records in closed form. Record i moves along
-        u_i = s_i u (s_i the sign of x_i) for t_i = |x_i| |v|; with P_i = <p, e_i>, U_i = <u, e_i>,
+        u_i = s_i u (s_i the sign of x_i) for t_i = ``|x_i|`` ``|v|``; with P_i = <p, e_i>, U_i = <u, e_i>,
         b_i = -sin(t_i) P_i + cos(t_i) s_i U_i and c_i = s_i U_i + b_i (1 - cos t_i), its adjoints
         are f(t_i) e_i + f(t_i) b_i sin(t_i) p + g_i u (f = cos for d_p, sinc for d_v, and g_i the
         scalar of the parallel, twisted and remaining parts along u), so each mean is one
@@ -217,7 +228,7 @@ class KendallShape(Manifold):
         return _to_real(hy @ self._helmert)
 
     def volume_density(self, p: Array, v: Array) -> Array:
-        """sinc(2t) sinc(t)^(2k-6), t = |v|: curvature 4 on the plane (u, iu), 1 elsewhere."""
+        """sinc(2t) sinc(t)^(2k-6), t = ``|v|``: curvature 4 on the plane (u, iu), 1 elsewhere."""
         t = np.sqrt(np.einsum("...ij,...ij->...", v, v))
         return sinc(2.0 * t) * sinc(t) ** (2 * self.k_landmarks - 6)
 

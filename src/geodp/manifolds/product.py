@@ -20,6 +20,18 @@ class Product(Manifold):
     ``provides`` (so ``has(Product(Sphere(2), Stiefel(4, 2)), "log")`` is False), and calling a
     capability that a factor lacks raises ``MissingCapability`` naming the product, the method
     and that factor.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.manifolds import Euclidean, Product, Sphere
+    >>> m = Product(Sphere(2), Euclidean(1))       # a direction and a real number
+    >>> p = np.array([0.0, 0.0, 1.0, 0.0])           # the factors' points, concatenated
+    >>> q = np.array([1.0, 0.0, 0.0, 1.0])
+    >>> round(float(m.dist(p, q)), 6)   # sqrt((pi/2)^2 + 1^2)
+    1.862096
+    >>> m.point_shape, m.dim
+    ((4,), 3)
     """
 
     blockwise = False
@@ -42,13 +54,13 @@ class Product(Manifold):
 
     # ----------------------------------------------------------------- representation
     def split(self, x: Array) -> list[Array]:
-        """The factors' parts of x (..., N): a list of arrays (..., *point_shape_i) (views)."""
+        """The factors' parts of x (..., N): a list of arrays ``(..., *point_shape_i)`` (views)."""
         x = np.asarray(x, dtype=float)
         return [x[..., lo:hi].reshape(x.shape[:-1] + f.point_shape)
                 for f, lo, hi in zip(self.factors, self._bounds[:-1], self._bounds[1:])]
 
     def join(self, parts: list[Array]) -> Array:
-        """The flat array (..., N) of the factors' parts (..., *point_shape_i); their batch
+        """The flat array (..., N) of the factors' parts ``(..., *point_shape_i)``; their batch
         shapes broadcast."""
         flat = [np.asarray(a, dtype=float).reshape(np.shape(a)[:np.ndim(a) - len(f.point_shape)] + (-1,))
                 for f, a in zip(self.factors, parts)]
@@ -144,7 +156,7 @@ class Product(Manifold):
         return np.prod(np.broadcast_arrays(*self._map("volume_density", p, v)), axis=0)
 
     def max_volume_density(self, radius: float) -> float:
-        """prod_i max_volume_density_i(radius): |v| <= r bounds every |v_i| by r."""
+        """prod_i max_volume_density_i(radius): ``|v|`` <= r bounds every ``|v_i|`` by r."""
         return float(np.prod([f.max_volume_density(radius) for f in self.factors]))
 
     @property
@@ -154,7 +166,7 @@ class Product(Manifold):
         The curvature tensor of the product metric is R = R_1 + ... + R_m, acting factor-wise.
         For an orthonormal pair u = (u_i), w = (w_i), Lambda^2 of the direct sum splits
         orthogonally into the Lambda^2 of the factors and the mixed parts (u_i w_j - w_i u_j,
-        i != j), so 1 = |u ^ w|^2 = sum_i s_i + (mixed), s_i = |u_i ^ w_i|^2, and
+        i != j), so 1 = ``|u ^ w|^2`` = sum_i s_i + (mixed), s_i = ``|u_i ^ w_i|^2``, and
         K(u, w) = <R(u, w) w, u> = sum_i K_i(u_i, w_i) s_i with s_i >= 0, sum_i s_i <= 1: a
         combination of the K_i and of 0 with non-negative weights summing to one. Hence
         K lies in [min(0, a_i), max(0, b_i)]; the bounds are attained (a plane inside one factor

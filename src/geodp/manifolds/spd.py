@@ -18,6 +18,17 @@ class SPD(Manifold):
     ``metric="affine"``: the affine-invariant (Rao-Fisher) metric g_P(U, V) = tr(P^-1 U P^-1 V),
     sectional curvature in [-1/2, 0] (for n >= 2). ``metric="log-euclidean"``: the pull-back of the
     Frobenius metric by the matrix logarithm, a flat metric. Tangent vectors are symmetric matrices.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.manifolds import SPD
+    >>> m = SPD(2)
+    >>> p, q = np.eye(2), np.diag([np.e, 1.0])
+    >>> round(float(m.dist(p, q)), 6)   # |log(e)| = 1 under the affine-invariant metric
+    1.0
+    >>> SPD(2, metric='log-euclidean').curvature_bounds
+    (0.0, 0.0)
     """
 
     symmetric_space = True

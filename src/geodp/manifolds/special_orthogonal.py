@@ -135,6 +135,16 @@ class SpecialOrthogonal(Manifold):
     ``skew_basis(n)``, an isometry T_R -> R^(n(n-1)/2); on SO(3) they are the rotation vector of
     R^T Exp_R(V). The distance between R and R' is the norm of the principal logarithm of R^T R'
     (on SO(3), its rotation angle in [0, pi]).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.manifolds import SpecialOrthogonal
+    >>> m = SpecialOrthogonal(3)
+    >>> c, s = np.cos(0.3), np.sin(0.3)
+    >>> r = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+    >>> round(float(m.dist(np.eye(3), r)), 6)   # the rotation angle
+    0.3
     """
 
     symmetric_space = True
@@ -155,8 +165,8 @@ class SpecialOrthogonal(Manifold):
     # ----------------------------------------------------------------- geometry facts
     @property
     def curvature_bounds(self) -> tuple[float, float]:
-        """(0, |[X, Y]|^2 / 4 at most): 0 on the circle SO(2), 1/4 on SO(3) (|[X, Y]| = |x x y|),
-        1/2 for n >= 4 (|[X, Y]|_F <= |X|_F |Y|_F for skew X, Y, Ge 2014, Adv. Math. 251; attained
+        """(0, ``|[X, Y]|^2`` / 4 at most): 0 on the circle SO(2), 1/4 on SO(3) (``|[X, Y]| = |x x y|``),
+        1/2 for n >= 4 (``|[X, Y]|_F <= |X|_F |Y|_F`` for skew X, Y, Ge 2014, Adv. Math. 251; attained
         on the self-dual so(3) of so(4))."""
         return (0.0, {2: 0.0, 3: 0.25}.get(self.n, 0.5))
 
@@ -177,9 +187,9 @@ class SpecialOrthogonal(Manifold):
         sqrt(max eig(-A^2)) < pi: bool, shape the broadcast batch shape of p and v.
 
         On this domain expm(A) has no eigenvalue -1 and A is its principal logarithm, the only
-        logarithm with eigenvalues in the strip |Im z| < pi (Higham 2008, Functions of Matrices,
+        logarithm with eigenvalues in the strip ``|Im z|`` < pi (Higham 2008, Functions of Matrices,
         Thm 1.31) and the shortest one (the eigenvalues of any logarithm are i(+-theta_j + 2 pi k)),
-        so rho(R, R expm(A)) = |A| and Exp_R is injective on the domain; its image, the rotations
+        so rho(R, R expm(A)) = ``|A|`` and Exp_R is injective on the domain; its image, the rotations
         R' with det(R^T R' + I) != 0, has a null complement (a proper algebraic subset). The
         ``volume_density`` is positive there: its roots (theta_i +- theta_j)/2 and theta_i/2 lie
         in (-pi, pi).
@@ -226,8 +236,8 @@ class SpecialOrthogonal(Manifold):
         return p @ self._logm(_mT(p) @ np.asarray(q, dtype=float))
 
     def dist(self, p: Array, q: Array) -> Array:
-        """On SO(3) the rotation angle atan2(|vee(K)|, (tr M - 1)/2) of M = R^T R' (K its skew
-        part), accurate at every angle; elsewhere |Log_R(R')|."""
+        """On SO(3) the rotation angle atan2(``|vee(K)|``, (tr M - 1)/2) of M = R^T R' (K its skew
+        part), accurate at every angle; elsewhere ``|Log_R(R')|``."""
         if self.n != 3:
             return self.norm(p, self.log(p, q))
         m = _mT(np.asarray(p, dtype=float)) @ np.asarray(q, dtype=float)
@@ -314,7 +324,7 @@ class SpecialOrthogonal(Manifold):
         along R expm(t A) solve J'' = ad_A^2 J / 4. The eigenvalues are (theta_i +- theta_j)^2 and
         (n odd) theta_i^2, each twice, for the plane angles theta_i of A: the product over positive
         roots of (sin(alpha/2)/(alpha/2))^2 (Helgason 1978, Ch. IV, Thm 4.1). On SO(3):
-        (sin(theta/2)/(theta/2))^2 = 2 (1 - cos theta)/theta^2, theta = |V|."""
+        (sin(theta/2)/(theta/2))^2 = 2 (1 - cos theta)/theta^2, theta = ``|V|``."""
         a = _mT(np.asarray(p, dtype=float)) @ np.asarray(v, dtype=float)
         if self.n == 3:
             w = vee_skew(a)

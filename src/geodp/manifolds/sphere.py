@@ -30,7 +30,18 @@ def _tan_half_angle(p: Array, q: Array, radius: float) -> tuple[Array, Array]:
 class Sphere(Manifold):
     """S^dim of constant sectional curvature ``curvature`` (radius 1/sqrt(curvature)).
 
-    Points are arrays of shape (..., dim + 1) with |x| = R; the metric is the one induced by R^(dim+1).
+    Points are arrays of shape (..., dim + 1) with ``|x|`` = R; the metric is the one induced by R^(dim+1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.manifolds import Sphere
+    >>> m = Sphere(2)
+    >>> north, east = np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0])
+    >>> round(float(m.dist(north, east)), 6)   # a quarter of a great circle: pi/2
+    1.570796
+    >>> m.log(north, east).round(6)
+    array([1.570796, 0.      , 0.      ])
     """
 
     symmetric_space = True
@@ -76,7 +87,7 @@ class Sphere(Manifold):
 
     @threaded
     def exp(self, p: Array, v: Array) -> Array:
-        """Exp_p(v) = cos(t) p + sinc(t) v, t = |v|/R, both from tau = tan(t/2):
+        """Exp_p(v) = cos(t) p + sinc(t) v, t = ``|v|``/R, both from tau = tan(t/2):
         cos t = (1 - tau^2)/(1 + tau^2), sin t = 2 tau/(1 + tau^2)."""
         t = np.sqrt(rowdot(v, v)) / self.radius
         tau = np.tan(0.5 * t)
@@ -92,8 +103,8 @@ class Sphere(Manifold):
 
     @threaded
     def log(self, p: Array, q: Array) -> Array:
-        """Log_p(q) = theta w / |w|, w the component of q orthogonal to p and theta = 2 R arctan(t),
-        t = |q - p| / |q + p|.
+        """Log_p(q) = theta w / ``|w|``, w the component of q orthogonal to p and theta = 2 R arctan(t),
+        t = ``|q - p|`` / ``|q + p|``.
 
         w is taken from the smaller of q - p and q + p (w = s - <p, s> p / R^2), so no difference of
         nearly equal numbers decides it: near p, q - p is exact to rounding; near the antipode the
@@ -123,7 +134,7 @@ class Sphere(Manifold):
                                    lambda c: acos_ratio(np.clip(c, -1.0, 1.0)), 1.0, self.radius)
 
     def karcher_start(self, x: Array, weights: Array) -> Array:
-        """The extrinsic mean R y/|y|, y = sum_i w_i x_i (the first data point where |y| ~ 0)."""
+        """The extrinsic mean R y/``|y|``, y = sum_i w_i x_i (the first data point where ``|y|`` ~ 0)."""
         y = weighted_sum(x, weights, 1)
         size = np.sqrt(rowdot(y, y))[..., None]
         ok = size > 1e-6 * self.radius
@@ -136,8 +147,8 @@ class Sphere(Manifold):
         return v - coef[..., None] * (p + q)
 
     def exp_adjoints(self, p: Array, v: Array, e: Array) -> tuple[Array, Array]:
-        """Transport back along gamma itself (valid beyond the cut locus, where |v| > pi R), then
-        cos(t) (d_p) and sin(t)/t (d_v) on the part orthogonal to gamma, t = |v|/R."""
+        """Transport back along gamma itself (valid beyond the cut locus, where ``|v|`` > pi R), then
+        cos(t) (d_p) and sin(t)/t (d_v) on the part orthogonal to gamma, t = ``|v|``/R."""
         return space_form_exp_adjoints(p, v, e, 1.0, self.radius, self.inner)
 
     def mean_exp_adjoints(self, p: Array, v: Array, x: Array, e: Array) -> tuple[Array, Array]:
@@ -177,7 +188,7 @@ class Sphere(Manifold):
         return out - (beta * wc)[..., None] * w
 
     def volume_density(self, p: Array, v: Array) -> Array:
-        """(sin(|v|/R) / (|v|/R))^(dim-1): Jacobi fields sin(sqrt(k) t)/sqrt(k) orthogonal to v."""
+        """(sin(``|v|``/R) / (``|v|``/R))^(dim-1): Jacobi fields sin(sqrt(k) t)/sqrt(k) orthogonal to v."""
         t = np.sqrt(rowdot(v, v)) / self.radius
         return sinc(t) ** (self.dim - 1)
 

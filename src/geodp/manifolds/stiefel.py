@@ -65,6 +65,15 @@ class Stiefel(Manifold):
     capabilities, so a mechanism that needs a distance refuses with ``MissingCapability``
     naming 'log'. Curvature bounds, injectivity radius, transport and volume density are not
     provided either.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.manifolds import Stiefel
+    >>> m = Stiefel(4, 2)
+    >>> y = m.random_point(0)
+    >>> bool(np.allclose(y.T @ y, np.eye(2))), m.dim
+    (True, 5)
     """
 
     blockwise = False
@@ -142,7 +151,7 @@ class Stiefel(Manifold):
         """Coordinates (..., dim) of V = Y A + Y_perp B: sqrt(2) a_ij (i < j, row-major) of
         A = skew(Y^T V), then the entries of B = Y_perp^T V (row-major).
 
-        |V|^2 = tr(A^T A) + tr(B^T B) = 2 sum_{i<j} a_ij^2 + sum b_ij^2, so the map is an
+        ``|V|^2`` = tr(A^T A) + tr(B^T B) = 2 sum_{i<j} a_ij^2 + sum b_ij^2, so the map is an
         isometry onto R^dim (the normal part Y sym(Y^T V) of a non-tangent V is dropped).
         """
         p = np.asarray(p, dtype=float)

@@ -280,6 +280,14 @@ def secure_zcdp_rho(sensitivity: float, sigma: float, grid: Rational, dim: int) 
     -------
     float
         rho such that the release is rho-zCDP (Claims 1 and 2).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fractions import Fraction
+    >>> from geodp.mechanisms import secure_zcdp_rho
+    >>> round(secure_zcdp_rho(sensitivity=1.0, sigma=2.0, grid=Fraction(1, 1024), dim=3), 4)   # about 1/8
+    0.1254
     """
     g = check_positive("grid", float(grid))
     return discrete_gaussian_rho(grid_sensitivity(sensitivity, grid, dim), float(sigma) / g)
@@ -317,6 +325,13 @@ def secure_sigma_for_rho(rho: float, sensitivity: float, dim: int,
     float
         sigma in metric units; pass it to ``SecureTangentGaussian(manifold, sigma)`` (with
         ``grid=sigma * grid_fraction`` if grid_fraction is not the default).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.mechanisms import secure_sigma_for_rho
+    >>> round(secure_sigma_for_rho(rho=0.125, sensitivity=1.0, dim=3), 4)   # a little above 2
+    2.0068
     """
     rho = check_positive("rho", rho)
     delta = check_positive("sensitivity", sensitivity)
@@ -432,11 +447,11 @@ class SecureTangentGaussian:
 
         Parameters
         ----------
-        w : array_like, shape (*batch, *point_shape)
+        w : array_like, shape ``(*batch, *point_shape)``
             Public footpoint(s).
-        tangent_value : array_like, shape (*batch, *point_shape)
+        tangent_value : array_like, shape ``(*batch, *point_shape)``
             The private value, tangent at w; its coordinates c = to_coords(w, tangent_value)
-            have shape (*batch, d).
+            have shape ``(*batch, d)``.
         size : int or tuple, optional
             Independent releases of the same value.
 

@@ -22,7 +22,16 @@ def l2_laplace(dim: int, scale: float, shape: tuple[int, ...], rng: np.random.Ge
 
 def ambient_radius(manifold: Manifold, center: Array, radius: float) -> float:
     """Radius r_E of a Euclidean ball containing the geodesic ball B_radius(center) (the
-    manifold's ``ambient_radius`` capability)."""
+    manifold's ``ambient_radius`` capability).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.manifolds import Sphere
+    >>> from geodp.mechanisms import ambient_radius
+    >>> round(ambient_radius(Sphere(2), np.array([0.0, 0.0, 1.0]), np.pi / 3), 6)   # chord 2 sin(r/2)
+    1.0
+    """
     require(manifold, ("ambient_radius",), by="the Euclidean Laplace baseline")
     return manifold.ambient_radius(center, radius)
 
@@ -44,6 +53,16 @@ class EuclideanLaplace:
     with scale = Delta_E / epsilon. ``sample`` returns the raw ambient outputs mapped back to the
     point representation and, when ``project`` is True, projected onto the manifold;
     ``last_info`` records how many raw outputs were off the manifold (e.g. not positive definite).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.manifolds import Sphere
+    >>> from geodp.mechanisms import EuclideanLaplace
+    >>> m = Sphere(2)
+    >>> out = EuclideanLaplace(m, scale=0.1).sample(m.origin(), size=5, rng=0)
+    >>> out.shape, bool(np.allclose(np.linalg.norm(out, axis=-1), 1.0))   # projected back onto S^2
+    ((5, 3), True)
     """
 
     def __init__(self, manifold: Manifold, scale: float, project: bool = True):

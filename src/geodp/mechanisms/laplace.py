@@ -22,7 +22,18 @@ from .tangent_rejection import TangentRejectionLaw, tangent_rejection_law
 
 @dataclass
 class SamplerInfo:
-    """How the last draws were produced: ``exact`` is False only for the MCMC fallback."""
+    """How the last draws were produced: ``exact`` is False only for the MCMC fallback.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.manifolds import SPD
+    >>> from geodp.mechanisms import RiemannianLaplace
+    >>> mech = RiemannianLaplace(SPD(2), scale=0.2)
+    >>> _ = mech.sample(np.eye(2), size=10, rng=0)
+    >>> mech.last_info.exact, mech.last_info.mcmc is None
+    (True, True)
+    """
 
     method: str
     exact: bool
@@ -70,6 +81,19 @@ class RiemannianLaplace:
     restriction ball; an ``ApproximateSamplerWarning`` when R-hat or ESS fail their thresholds)
     and ``last_info.exact`` is False. ``check_exact`` takes that decision from the public
     parameters before any data are read (see there for what it cannot decide).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.manifolds import Sphere
+    >>> from geodp.mechanisms import RiemannianLaplace
+    >>> m = Sphere(2)
+    >>> mech = RiemannianLaplace(m, scale=0.1)
+    >>> draws = mech.sample(m.origin(), size=1000, rng=0)
+    >>> draws.shape, mech.last_info.exact
+    ((1000, 3), True)
+    >>> round(float(m.dist(m.origin(), draws).mean()), 2)   # about 2 scale on S^2
+    0.2
     """
 
     def __init__(self, manifold: Manifold, scale: float, restrict_to: tuple[Array, float] | None = None,

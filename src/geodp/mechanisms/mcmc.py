@@ -205,11 +205,25 @@ def metropolis_hastings(manifold: Manifold, log_target: Callable[[Array], Array]
                         rng: np.random.Generator, burn_in: int = 2000, trace_length: int = 200,
                         step: float = 0.5, summary: Callable[[Array], Array] | None = None,
                         ) -> tuple[Array, MCMCDiagnostics]:
-    """Random-walk chains on ``manifold`` started at ``init`` (shape (chains, *point_shape)).
+    """Random-walk chains on ``manifold`` started at ``init`` (shape ``(chains, *point_shape)``).
 
     Returns the final state of every chain (one approximate draw per chain) and diagnostics
     computed on ``summary`` (default: distance to the first starting point) over the last
     ``trace_length`` iterations.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.manifolds import Sphere
+    >>> from geodp.mechanisms import metropolis_hastings
+    >>> m = Sphere(2)
+    >>> north = m.origin()
+    >>> log_target = lambda x: -m.dist(north, x) / 0.2     # a Riemannian Laplace, scale 0.2
+    >>> init = np.tile(north, (4, 1))                        # 4 chains from a public start
+    >>> rng = np.random.default_rng(0)
+    >>> states, diag = metropolis_hastings(m, log_target, init, rng, burn_in=500, trace_length=100)
+    >>> states.shape, diag.n_chains                          # one approximate draw per chain
+    ((4, 3), 4)
     """
     x = manifold.check_point(init)
     limit = 0.5 * manifold.injectivity_radius

@@ -47,7 +47,15 @@ class UnrepresentableScaleError(NotNormalisableError):
 
 
 def spd_critical_scale(n: int) -> float:
-    """s_crit(n) = sqrt(12 / (n (n^2 - 1))): the Laplace on SPD(n) exists iff scale < s_crit."""
+    """s_crit(n) = sqrt(12 / (n (n^2 - 1))): the Laplace on SPD(n) exists iff scale < s_crit.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.mechanisms import spd_critical_scale
+    >>> round(spd_critical_scale(2), 6), round(spd_critical_scale(5), 6)   # sqrt(2), sqrt(1/10)
+    (1.414214, 0.316228)
+    """
     if n < 2:
         return float("inf")
     return float(np.sqrt(12.0 / (n * (n * n - 1))))

@@ -21,7 +21,20 @@ from ..manifolds.base import Array, as_generator, size_tuple
 
 
 class TangentGaussian:
-    """N_w(0, sigma^2) on the tangent spaces of ``manifold``."""
+    """N_w(0, sigma^2) on the tangent spaces of ``manifold``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.manifolds import Sphere
+    >>> from geodp.mechanisms import TangentGaussian
+    >>> m = Sphere(2)
+    >>> xi = TangentGaussian(m, sigma=1.0).sample(m.origin(), size=20000, rng=0)
+    >>> bool(np.allclose(xi[:, 2], 0.0))   # tangent at the north pole
+    True
+    >>> round(float(np.mean(m.norm(m.origin(), xi) ** 2)), 1)   # E|xi|^2 = d sigma^2 = 2
+    2.0
+    """
 
     def __init__(self, manifold: Manifold, sigma: float):
         sigma = float(sigma)
@@ -32,7 +45,7 @@ class TangentGaussian:
 
     def sample(self, w: Array, size: int | tuple[int, ...] | None = None,
                rng: np.random.Generator | int | None = None) -> Array:
-        """Draws at the footpoint(s) w (..., *point_shape): shape size + w's batch + point shape."""
+        """Draws at the footpoint(s) w ``(..., *point_shape)``: shape size + w's batch + point shape."""
         rng = as_generator(rng)
         w = np.asarray(w, dtype=float)
         batch = w.shape[: w.ndim - len(self.manifold.point_shape)]
@@ -40,7 +53,7 @@ class TangentGaussian:
         return self.manifold.from_coords(w, coords)
 
     def log_density(self, w: Array, xi: Array) -> Array:
-        """log p_w(xi) = -|xi|_w^2 / (2 sigma^2) - (d/2) log(2 pi sigma^2), for tangent xi at w."""
+        """log p_w(xi) = -``|xi|_w^2`` / (2 sigma^2) - (d/2) log(2 pi sigma^2), for tangent xi at w."""
         if self.sigma == 0:
             raise ValueError("sigma = 0: the law is a point mass, with no density")
         d = self.manifold.dim

@@ -109,7 +109,17 @@ class WrappedLaplace(_Wrapped):
     """Exponential-wrapped Laplace: tangent noise R * scale * U, R ~ Gamma(d, 1), U uniform.
 
     epsilon-DP with scale = Delta / epsilon (Theorem 3.1), Delta a bound on
-    |Log_p0 f(D) - Log_p0 f(D')| (the global sensitivity suffices on Hadamard manifolds).
+    ``|Log_p0 f(D) - Log_p0 f(D')|`` (the global sensitivity suffices on Hadamard manifolds).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.manifolds import SPD
+    >>> from geodp.mechanisms import WrappedLaplace
+    >>> mech = WrappedLaplace(SPD(2), scale=0.1, footpoint=np.eye(2))
+    >>> draws = mech.sample(np.diag([2.0, 1.0]), size=3, rng=0)
+    >>> draws.shape, bool(np.all(np.linalg.eigvalsh(draws) > 0))
+    ((3, 2, 2), True)
     """
 
     def __init__(self, manifold: Manifold, scale: float, footpoint: Array):
@@ -136,6 +146,16 @@ class WrappedGaussian(_Wrapped):
     Calibrations: (epsilon, delta)-DP by the analytic condition with the tangent sensitivity
     (Theorem 3.2, ``analytic_gaussian_sigma``); mu-GDP with sigma = Delta/mu (Theorem 3.3);
     (alpha, epsilon)-RDP with sigma = Delta/sqrt(2 epsilon/alpha) (Theorem 3.4).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.manifolds import Hyperbolic
+    >>> from geodp.mechanisms import WrappedGaussian
+    >>> m = Hyperbolic(2)
+    >>> mech = WrappedGaussian(m, sigma=0.5, footpoint=m.origin())
+    >>> mech.sample(m.origin(), size=4, rng=0).shape
+    (4, 3)
     """
 
     def __init__(self, manifold: Manifold, sigma: float, footpoint: Array):

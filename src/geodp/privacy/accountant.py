@@ -42,6 +42,14 @@ class Accountant(ABC):
     Notes
     -----
     An accountant with nothing composed is (0, 0)-DP.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import GDP, GDPAccountant
+    >>> acc = GDPAccountant().compose(GDP(0.5), count=4)
+    >>> round(acc.epsilon(1e-5), 3), acc.supports(GDP(1.0))
+    (4.377, True)
     """
 
     route: ClassVar[str]
@@ -113,6 +121,13 @@ class BasicAccountant(Accountant):
     ``epsilon(delta)`` raises a ValueError when ``delta`` is below the summed delta, and
     ``delta(epsilon)`` when ``epsilon`` is below the summed epsilon: basic composition states
     one point only.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import BasicAccountant, PureDP
+    >>> BasicAccountant().compose(PureDP(0.1), count=10).epsilon(0.0)
+    1.0
     """
 
     route = "basic"
@@ -149,6 +164,13 @@ class GDPAccountant(Accountant):
     """mu-GDP composition: mu is the root sum of squares (Dong, Roth & Su 2022, Cor. 3.3).
 
     Takes pure epsilon-DP (via ``pure_to_gdp``), mu-GDP and full-batch Gaussians.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import GDP, GDPAccountant
+    >>> round(GDPAccountant().compose(GDP(0.5), count=20).epsilon(1e-5), 3)   # sqrt(20) * 0.5-GDP
+    11.48
     """
 
     route = "gdp"
@@ -183,6 +205,13 @@ class RDPCurveAccountant(Accountant):
     ----------
     relation : Relation or str, optional
         As for ``Accountant``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import RDPCurveAccountant, ZCDP
+    >>> round(RDPCurveAccountant().compose(ZCDP(0.01), count=10).epsilon(1e-5), 3)
+    1.914
     """
 
     route = "rdp"
@@ -235,6 +264,13 @@ class PLDCompositionAccountant(Accountant):
     ----------
     relation : Relation or str, optional
         As for ``Accountant``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import PLDCompositionAccountant, PureDP
+    >>> round(PLDCompositionAccountant().compose(PureDP(0.1), count=100).epsilon(1e-6), 2)   # basic: 10
+    4.77
     """
 
     route = "pld"

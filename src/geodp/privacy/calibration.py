@@ -14,6 +14,13 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
 
     Balle & Wang (2018), Theorem 8: Phi(D/(2s) - eps s/D) - e^eps Phi(-D/(2s) - eps s/D) <= delta.
     With mu = D/s this is the GDP privacy profile delta_mu(eps), solved for mu in log space.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import analytic_gaussian_sigma
+    >>> round(analytic_gaussian_sigma(1.0, 1e-5), 4)
+    3.7306
     """
     epsilon = check_positive("epsilon", epsilon)
     sensitivity = check_positive("sensitivity", sensitivity)
@@ -21,7 +28,15 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
 
 
 def classic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
-    """sigma = sqrt(2 ln(1.25/delta)) D / eps (Dwork & Roth 2014, Thm A.1), valid only for eps < 1."""
+    """sigma = sqrt(2 ln(1.25/delta)) D / eps (Dwork & Roth 2014, Thm A.1), valid only for eps < 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import classic_gaussian_sigma
+    >>> round(classic_gaussian_sigma(0.5, 1e-5), 4)
+    9.6896
+    """
     epsilon = check_positive("epsilon", epsilon)
     delta = check_delta(delta)
     if epsilon >= 1:
@@ -33,12 +48,28 @@ def classic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.
 
 
 def gdp_sigma(mu: float, sensitivity: float = 1.0) -> float:
-    """sigma = D / mu: the Gaussian mechanism is mu-GDP (Dong, Roth & Su 2022, Thm 2.7)."""
+    """sigma = D / mu: the Gaussian mechanism is mu-GDP (Dong, Roth & Su 2022, Thm 2.7).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import gdp_sigma
+    >>> gdp_sigma(0.5, sensitivity=2.0)
+    4.0
+    """
     return check_positive("sensitivity", sensitivity) / check_positive("mu", mu)
 
 
 def rdp_sigma(alpha: float, epsilon: float, sensitivity: float = 1.0) -> float:
-    """sigma = D / sqrt(2 eps / alpha): the Gaussian mechanism is (alpha, eps)-RDP (Mironov 2017)."""
+    """sigma = D / sqrt(2 eps / alpha): the Gaussian mechanism is (alpha, eps)-RDP (Mironov 2017).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import rdp_sigma
+    >>> float(rdp_sigma(alpha=8.0, epsilon=1.0))
+    2.0
+    """
     alpha = float(alpha)
     if not alpha > 1:
         raise ValueError(f"the RDP order alpha must exceed 1, got {alpha}")
@@ -47,7 +78,15 @@ def rdp_sigma(alpha: float, epsilon: float, sensitivity: float = 1.0) -> float:
 
 
 def laplace_scale(epsilon: float, sensitivity: float = 1.0) -> float:
-    """b = D / eps: the Laplace (and K-norm) mechanism is eps-DP."""
+    """b = D / eps: the Laplace (and K-norm) mechanism is eps-DP.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import laplace_scale
+    >>> laplace_scale(0.5, sensitivity=0.1)
+    0.2
+    """
     return check_positive("sensitivity", sensitivity) / check_positive("epsilon", epsilon)
 
 

@@ -28,7 +28,19 @@ SAME_CLASS = Relation.REPLACE_ONE_SAME_CLASS
 
 class Guarantee:
     """Base class: every guarantee can state the (epsilon, delta)-DP it implies, under its
-    neighbouring ``relation`` (a ``Relation``; replace-one unless stated)."""
+    neighbouring ``relation`` (a ``Relation``; replace-one unless stated).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import GDP, PureDP
+    >>> PureDP(1.0).to_approx(1e-5).epsilon
+    1.0
+    >>> round(GDP(1.0).to_approx(1e-5).epsilon, 3)
+    4.377
+    >>> GDP(1.0).relation.value
+    'replace-one'
+    """
 
     relation: Relation
     ROUTES: ClassVar[frozenset[str]] = frozenset()
@@ -71,7 +83,16 @@ class Guarantee:
 
 @dataclass(frozen=True)
 class PureDP(Guarantee):
-    """epsilon-differential privacy."""
+    """epsilon-differential privacy.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import PureDP
+    >>> g = PureDP(0.5)
+    >>> g.describe(), g.as_dict()
+    ('0.5-DP (replace-one)', {'notion': 'pure', 'epsilon': 0.5, 'delta': 0.0, 'relation': 'replace-one'})
+    """
 
     epsilon: float
     relation: Relation = REPLACE_ONE
@@ -108,7 +129,15 @@ class PureDP(Guarantee):
 
 @dataclass(frozen=True)
 class ApproxDP(Guarantee):
-    """(epsilon, delta)-differential privacy."""
+    """(epsilon, delta)-differential privacy.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import ApproxDP
+    >>> ApproxDP(1.0, 1e-6).describe()
+    '(1, 1e-06)-DP (replace-one)'
+    """
 
     epsilon: float
     delta: float
@@ -147,7 +176,15 @@ class ApproxDP(Guarantee):
 
 @dataclass(frozen=True)
 class GDP(Guarantee):
-    """mu-Gaussian differential privacy (Dong, Roth & Su 2022)."""
+    """mu-Gaussian differential privacy (Dong, Roth & Su 2022).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import GDP
+    >>> round(GDP(0.5).to_approx(1e-5).epsilon, 3)
+    1.993
+    """
 
     mu: float
     relation: Relation = REPLACE_ONE
@@ -184,7 +221,15 @@ class GDP(Guarantee):
 
 @dataclass(frozen=True)
 class ZCDP(Guarantee):
-    """rho-zero-concentrated DP (Bun & Steinke 2016): (alpha, rho alpha)-RDP for every alpha."""
+    """rho-zero-concentrated DP (Bun & Steinke 2016): (alpha, rho alpha)-RDP for every alpha.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import ZCDP
+    >>> round(ZCDP(0.125).to_approx(1e-5).epsilon, 3)
+    2.166
+    """
 
     rho: float
     relation: Relation = REPLACE_ONE
@@ -216,6 +261,14 @@ class RDP(Guarantee):
     """Rényi DP: (alpha, epsilon(alpha))-RDP for every alpha in ``orders``.
 
     A single (alpha, eps) pair is ``RDP([alpha], [eps])``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import RDP
+    >>> g = RDP([2.0, 8.0], [0.1, 0.5])
+    >>> round(g.to_approx(1e-5).epsilon, 3)
+    1.714
     """
 
     orders: np.ndarray = field(compare=False)
@@ -291,6 +344,14 @@ class SubsampledGaussian(Guarantee):
     It keeps the mechanism, not a conversion of it, so that it composes tightly: exact RDP at
     every order (``subsampled_gaussian_rdp``) and, for Poisson sampling, a privacy loss
     distribution; ``to_approx`` reports the smaller epsilon of the two (both are upper bounds).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import SubsampledGaussian
+    >>> g = SubsampledGaussian(1.1, sample_rate=0.01, steps=1000)
+    >>> round(g.to_approx(1e-5).epsilon, 2), g.relation.value
+    (1.52, 'add-remove')
     """
 
     noise_multiplier: float
@@ -384,7 +445,15 @@ _NOTIONS = {"pure": PureDP, "approx": ApproxDP, "gdp": GDP, "zcdp": ZCDP, "rdp":
 
 
 def guarantee_from_dict(d: dict) -> Guarantee:
-    """The guarantee ``as_dict`` describes (a dict without ``relation``: the class's default)."""
+    """The guarantee ``as_dict`` describes (a dict without ``relation``: the class's default).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import GDP, guarantee_from_dict
+    >>> guarantee_from_dict(GDP(0.5).as_dict()) == GDP(0.5)
+    True
+    """
     d = dict(d)
     cls = _NOTIONS.get(d.pop("notion", None))
     if cls is None:
@@ -432,14 +501,30 @@ def _accountant(cls: type[Accountant], guarantees: list[Guarantee]) -> Accountan
 
 
 def compose_pure(guarantees: list[PureDP]) -> PureDP:
-    """Basic composition: epsilons add (``BasicAccountant``)."""
+    """Basic composition: epsilons add (``BasicAccountant``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import PureDP, compose_pure
+    >>> compose_pure([PureDP(0.25), PureDP(0.5)]).epsilon
+    0.75
+    """
     acc = _accountant(BasicAccountant, guarantees)
     return PureDP(acc.epsilon(0.0), acc.relation)
 
 
 def compose_gdp(guarantees: list[Guarantee]) -> GDP:
     """mu-GDP composes as the root sum of squares (``GDPAccountant``); pure parts and full-batch
-    Gaussians are converted."""
+    Gaussians are converted.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import GDP, compose_gdp
+    >>> round(compose_gdp([GDP(0.3), GDP(0.4)]).mu, 6)   # sqrt(0.3^2 + 0.4^2)
+    0.5
+    """
     acc = _accountant(GDPAccountant, guarantees)
     return GDP(acc.mu, acc.relation)
 
@@ -449,6 +534,13 @@ def compose_rdp(guarantees: list[Guarantee]) -> RDP:
 
     Curves known only at some orders (``RDP`` values) restrict the composition to the orders they
     share; every other guarantee is evaluated there.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import RDP, compose_rdp
+    >>> compose_rdp([RDP([2.0], [0.1]), RDP([2.0], [0.2])]).epsilons.round(6)
+    array([0.3])
     """
     acc = _accountant(RDPCurveAccountant, guarantees)
     return RDP(acc.orders, acc.curve(), acc.relation)
@@ -457,7 +549,15 @@ def compose_rdp(guarantees: list[Guarantee]) -> RDP:
 def compose_pld(guarantees: list[Guarantee], delta: float) -> float:
     """Epsilon at ``delta`` of the composition by privacy loss distributions
     (``PLDCompositionAccountant``). The parts must share one relation (``compose`` converts them
-    first)."""
+    first).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import GDP, PureDP, compose_pld
+    >>> round(compose_pld([PureDP(0.5), GDP(0.5)], 1e-6), 2)
+    2.7
+    """
     return PLDCompositionAccountant().compose_all(guarantees).epsilon(delta)
 
 
@@ -494,6 +594,14 @@ def compose(guarantees: list[Guarantee], delta: float) -> ApproxDP:
     accountant of ``TIGHT_ACCOUNTANTS`` that supports all of it (RDP curves; GDP; privacy loss
     distributions) and by basic composition of each part at an equal share of the remaining
     delta, and the smallest epsilon is reported.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import GDP, PureDP, compose
+    >>> g = compose([PureDP(0.5), GDP(0.5), GDP(0.5)], delta=1e-6)
+    >>> round(g.epsilon, 3), g.delta
+    (3.736, 1e-06)
     """
     if not guarantees:
         raise ValueError("nothing to compose")

@@ -80,6 +80,19 @@ class BudgetLedger:
 
     ``BudgetLedger(path, total_epsilon, total_delta)`` creates the ledger or opens an existing one
     (whose totals must then match); ``BudgetLedger(path)`` opens an existing ledger.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import tempfile, os
+    >>> from geodp.privacy import BudgetLedger, GDP
+    >>> path = os.path.join(tempfile.mkdtemp(), 'budget.db')
+    >>> ledger = BudgetLedger(path, total_epsilon=4.0, total_delta=1e-5)
+    >>> with ledger.reserve(GDP(0.5), label='first mean'): pass
+    >>> with ledger.reserve(GDP(0.5), label='second mean'): pass
+    >>> eps, delta = ledger.spent()
+    >>> round(eps, 3), delta, len(ledger.history())
+    (2.943, 1e-05, 2)
     """
 
     def __init__(self, path: str | Path, total_epsilon: float | None = None,
@@ -318,6 +331,15 @@ class MemoryLedger:
 
     Copies (``copy.copy``, ``copy.deepcopy``, hence scikit-learn's ``clone`` of an estimator
     holding it) are the ledger itself: a copy would record spending the original never sees.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import MemoryLedger, PureDP
+    >>> ledger = MemoryLedger(total_epsilon=1.0)
+    >>> with ledger.reserve(PureDP(0.4)): pass
+    >>> ledger.spent(), ledger.remaining()
+    ((0.4, 0.0), (0.6, 0.0))
     """
 
     def __copy__(self) -> "MemoryLedger":

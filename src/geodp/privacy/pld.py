@@ -129,6 +129,14 @@ class PrivacyLossDistribution:
     ``infinity_mass`` is the P-mass at loss +inf (including the folded-in error terms, listed in
     ``errors``); ``max_loss`` is the largest finite loss of the true support (for delta = 0) and
     ``pure`` says whether the true infinity mass is zero (then epsilon(0) = max_loss).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import PLDAccountant
+    >>> acc = PLDAccountant().compose_laplace(scale=1.0)
+    >>> round(acc.epsilon(0.0), 2)   # the Laplace at scale 1, sensitivity 1: 1-DP
+    1.0
     """
 
     step: float
@@ -462,6 +470,14 @@ class PLDAccountant:
 
     >>> acc = PLDAccountant().compose_gaussian(1.1, steps=1000, sample_rate=0.01)
     >>> round(acc.epsilon(1e-5), 2)
+    1.52
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import PLDAccountant
+    >>> acc = PLDAccountant().compose_gaussian(1.1, steps=1000, sample_rate=0.01)
+    >>> round(acc.epsilon(1e-5), 2)   # tighter than RDP's
     1.52
     """
 

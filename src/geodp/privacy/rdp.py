@@ -18,6 +18,8 @@ ORDERS = np.unique(np.round(np.concatenate([
     1.0 + np.geomspace(1e-3, 0.1, 25), np.arange(1.1, 11.0, 0.1), np.arange(11.0, 64.0, 0.5),
     np.arange(64.0, 257.0), [320.0, 384.0, 512.0, 768.0, 1024.0],
 ]), 12))
+"""The Rényi orders every RDP curve is evaluated at, shape (427,): a dense fractional grid from
+1.001 to 64 (containing dp-accounting's), the integers to 256, then 320 to 1024."""
 SAMPLINGS = ("poisson", "without_replacement")
 #: Relative slack added to every computed log-moment: covers floating-point rounding (far below
 #: it), so the returned RDP is never below the exact value.
@@ -211,6 +213,14 @@ def subsampled_gaussian_rdp(noise_multiplier: float, sample_rate: float,
     Sampling without replacement (replace-one): the WBK bound at integer orders and its chord
     (``_chord``) between them. For sample_rate = 1 the curve is the Gaussian alpha / (2 z^2) at
     every order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import ORDERS, subsampled_gaussian_rdp
+    >>> curve = subsampled_gaussian_rdp(1.0, 0.01)
+    >>> curve.shape == ORDERS.shape, bool(np.all(curve <= ORDERS / 2))   # below the full Gaussian's
+    (True, True)
     """
     z = check_positive("noise_multiplier", noise_multiplier)
     q = float(sample_rate)
@@ -241,6 +251,14 @@ class RDPAccountant:
     For Poisson-subsampled Gaussians the curves are exact at every order; ``PLDAccountant`` is
     tighter still (RDP's conversion to (epsilon, delta) is lossy).
 
+    >>> acc = RDPAccountant().compose_gaussian(1.1, steps=1000, sample_rate=0.01)
+    >>> round(acc.epsilon(1e-5), 2)
+    1.71
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import RDPAccountant
     >>> acc = RDPAccountant().compose_gaussian(1.1, steps=1000, sample_rate=0.01)
     >>> round(acc.epsilon(1e-5), 2)
     1.71
@@ -302,7 +320,15 @@ def composed_epsilon(noise_multiplier: float, delta: float, sample_rate: float =
     """Epsilon at ``delta`` of ``steps`` subsampled Gaussian steps by the chosen accountant.
 
     With ``accountant="pld"`` and ``sample_rate=1`` the composition is exactly sqrt(T)/z-GDP, and
-    its epsilon is read from the closed form (``gdp_epsilon``) instead of a discretised PLD."""
+    its epsilon is read from the closed form (``gdp_epsilon``) instead of a discretised PLD.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import composed_epsilon
+    >>> round(composed_epsilon(1.1, 1e-5, sample_rate=0.01, steps=1000), 2)
+    1.52
+    """
     if accountant == "rdp":
         return RDPAccountant().compose_gaussian(noise_multiplier, steps, sample_rate,
                                                 sampling).epsilon(delta)
@@ -333,6 +359,14 @@ def noise_multiplier_for(epsilon: float, delta: float, sample_rate: float = 1.0,
 
     A pure function of public numbers, so answers are cached (256 most recent arguments): a
     repeated calibration, as in a sweep of releases at one budget, costs a dictionary lookup.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.privacy import noise_multiplier_for
+    >>> z = noise_multiplier_for(1.0, 1e-5, sample_rate=0.01, steps=1000)
+    >>> round(z, 2)
+    1.41
     """
     epsilon = check_positive("epsilon", epsilon)
     check_delta(delta)

@@ -11,7 +11,15 @@ from .frechet import uniqueness_radius
 
 
 def curvature_factor(radius: float, k: float) -> float:
-    """h(r, k) = 2 r sqrt(k) cot(2 r sqrt(k)) for k > 0, and 1 for k <= 0."""
+    """h(r, k) = 2 r sqrt(k) cot(2 r sqrt(k)) for k > 0, and 1 for k <= 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.statistics import curvature_factor
+    >>> curvature_factor(0.5, -1.0), round(curvature_factor(np.pi / 8, 1.0), 6)   # 1, (pi/4) cot(pi/4)
+    (1.0, 0.785398)
+    """
     if k <= 0:
         return 1.0
     x = 2.0 * radius * np.sqrt(k)
@@ -19,7 +27,19 @@ def curvature_factor(radius: float, k: float) -> float:
 
 
 def check_assumption_1(manifold: Manifold, radius: float) -> None:
-    """Raise unless 0 < radius < r* = min(inj M, pi/(2 sqrt(k)))/2 (Assumption 1)."""
+    """Raise unless 0 < radius < r* = min(inj M, pi/(2 sqrt(k)))/2 (Assumption 1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.manifolds import Sphere
+    >>> from geodp.statistics import check_assumption_1
+    >>> check_assumption_1(Sphere(2), 0.5)        # fine: below pi/4
+    >>> check_assumption_1(Sphere(2), 1.0)
+    Traceback (most recent call last):
+        ...
+    ValueError: the data radius must satisfy 0 < radius < r* = min(inj, pi/(2 sqrt(k))...
+    """
     r_star = uniqueness_radius(manifold)
     if not (np.isfinite(radius) and 0 < radius < r_star):
         k = manifold.curvature_bounds[1]
@@ -34,6 +54,16 @@ def frechet_mean_sensitivity(manifold: Manifold, radius: float, n: int) -> float
 
     Bounds rho(mean(D), mean(D')) for data sets of size n in a ball of radius r that differ in
     one point. Flat and negatively curved spaces give 2r/n.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geodp.manifolds import SPD, Sphere
+    >>> from geodp.statistics import frechet_mean_sensitivity
+    >>> frechet_mean_sensitivity(SPD(5), radius=2.0, n=100)     # 2r/n where curvature <= 0
+    0.04
+    >>> round(frechet_mean_sensitivity(Sphere(2), radius=np.pi / 8, n=100), 5)   # larger on the sphere
+    0.01215
     """
     n = check_count("n", n, 1)
     radius = float(radius)

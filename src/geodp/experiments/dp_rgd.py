@@ -357,9 +357,11 @@ def pca_finding(rows: list[dict], sizes) -> list[dict]:
                      "partly" if ahead else "disagree"),
          "why": f"our construction, where the step moves the iterate (top eigenvalue 1, T = "
                 f"{RESCALED_STEPS}, the paper's sigma formula): DP-RGD ahead at {ahead}, behind at "
-                f"{behind} of {len(sizes)} sizes. DP-PGD's projection shortens a noisy step xi "
-                f"to atan(|xi|), which damps the noise where it is large, while the exponential "
-                f"map takes all of it (fig1a.png, right)"},
+                f"{behind} of {len(sizes)} sizes. DP-PGD's projection shortens every noisy step: "
+                f"a tangent step xi moves w by atan(|xi|), and the normal parts (the Euclidean "
+                f"gradient's 2 eta w'Aw w and the normal noise) lengthen w before it is divided by "
+                f"its norm; the exponential map takes the whole step, noise included "
+                f"(fig1a.png, right)"},
     ]
 
 

@@ -143,7 +143,7 @@ def _kendall_findings(kendall: dict) -> list[dict]:
                 f"fill the shape space (log MSE of uniform footpoints "
                 f"{modes['log_mse_uniform_footpoint']:.2f}); (3) {far_text}. The earlier "
                 f"reproduction, flat at every budget, drew with geodp's bundle sampler from uniform "
-                f"starts held to 300 steps: at eps_p = 1 its chains reach split R-hat "
+                f"starts held to 300 steps (here {modes['earlier_steps']}): at eps_p = 1 its chains reach split R-hat "
                 f"{modes['earlier_r_hat']:.1f} and end {_join(np.sort(modes['earlier_distances']))} "
                 f"from the fit: unmixed, some in the far basins. Data size "
                 f"(fig2_sizes: the trilobites repeated m times, which keeps the energy and divides "

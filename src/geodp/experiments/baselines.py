@@ -71,18 +71,6 @@ def sphere_uniform_rejection_rate(sigma: float, rng: np.random.Generator,
     return got / (time.perf_counter() - t0)
 
 
-def dp_pgd(manifold, egrad, data: np.ndarray, sigma: float, steps: int, lr: float,
-           init: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """DP projected gradient descent in the ambient space (the DP-PGD of Han et al., Section 5.1):
-    w <- project(w - lr (mean Euclidean gradient + N(0, sigma^2 I))), the noise isotropic in the
-    ambient coordinates. A baseline with the noise variance of DP-RGD, as in the paper."""
-    w = np.asarray(init, dtype=float)
-    for _ in range(steps):
-        g = np.mean(egrad(w, data), axis=0) + sigma * rng.standard_normal(w.shape)
-        w = manifold.project(w - lr * g)
-    return w
-
-
 def spd_tangent_metropolis(w: np.ndarray, sigma: float, burn_in: int, thin: int,
                            rng: np.random.Generator) -> np.ndarray:
     """One draw of N_W(0, sigma^2) on SPD(r) the way the DP-RGD paper's code draws it: random-walk

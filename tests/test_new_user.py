@@ -270,3 +270,46 @@ def test_footpoint_budget_without_a_sequential_regression_is_refused(tmp_path, c
                  "--epsilon", "1", "--tau", "0.5", "--x-range", "0", "1", "--v-max", "1",
                  "--footpoint-budget", "0.3"]) == 2
     assert "--footpoint-budget applies to --release sequential" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- DP-RGD steps that void a release
+from geodp.learn import private_pca  # noqa: E402
+
+
+def _vectors(n=200, seed=0):
+    return np.random.default_rng(seed).normal(size=(n, 6)) * [3, 2, 1, 1, 0.5, 0.5]
+
+
+def test_so_many_steps_that_every_step_is_noise_are_refused_by_name(tmp_path, capsys):
+    """Issue 32: --steps 100000 ran for minutes (NumPy-internal text on SPD) and released noise;
+    it is refused from public parameters, naming the option and the largest useful count."""
+    with pytest.raises(ValueError, match=r"^steps = 100000 gives every step noise .* more than "
+                                         r"3.14.* at most about \d+ steps keep it below") as info:
+        private_pca(Sphere(5), _vectors(), 1.0, 1e-5, 10.0, clip_data=True, steps=100_000, rng=0)
+    most = int(str(info.value).split("at most about ")[1].split()[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NoiseDominatesWarning)  # the bound itself is accepted
+        private_pca(Sphere(5), _vectors(), 1.0, 1e-5, 10.0, clip_data=True, steps=most // 40, rng=0)
+    np.save(tmp_path / "z.npy", _vectors())
+    pca = ["release", "pca", tmp_path / "z.npy", "--epsilon", 1, "--delta", 1e-5, "--norm-bound",
+           10, "--clip-data", "--quiet"]
+    status, out, err = _cli(capsys, *pca, "--steps", 100_000)
+    assert status == 2 and err.startswith("error: --steps = 100000 gives every step noise")
+    assert "pass fewer --steps, or a smaller --lr" in err and "positive definite" not in err
+    status, _, err = _cli(capsys, *pca, "--steps", 100_000, "--manifold", "grassmann:6x2")
+    assert status == 2 and "--steps = 100000" in err and "Grassmann(6, 2)" in err
+    status, _, err = _cli(capsys, "release", "mean", "digits-covariance", "--mechanism", "dp-rgd",
+                          "--epsilon", 1, "--delta", 1e-5, "--steps", 100_000, "--quiet")
+    assert status == 2 and "--steps = 100000" in err and "of the public ball" in err
+
+
+def test_a_single_step_of_pure_noise_warns_and_says_so_in_the_statement(tmp_path, capsys):
+    with pytest.warns(NoiseDominatesWarning, match="even a single DP-RGD step"):
+        rel = private_pca(Sphere(5), _vectors(), 1e-3, 1e-5, 10.0, clip_data=True, steps=3, rng=0)
+    assert "(caveat: even a single DP-RGD step" in rel.statement and "larger epsilon" in rel.statement
+    np.save(tmp_path / "z.npy", _vectors())
+    status, out, err = _cli(capsys, "release", "pca", tmp_path / "z.npy", "--epsilon", 1e-3,
+                            "--delta", 1e-5, "--norm-bound", 10, "--clip-data", "--steps", 3,
+                            "--quiet")
+    assert status == 0 and "warning: even a single DP-RGD step" in err
+    assert "larger --epsilon" in err and "larger --epsilon" in out and '"warnings"' in out

@@ -113,8 +113,9 @@ def _text_lines(key: str, value, indent: int = 0) -> list[str]:
             return [f"{pad}{key}: (none)"]
         lines = [f"{pad}{key}:"]
         for v in value:
-            if isinstance(v, dict):
-                lines += _text_lines("-", v, indent + 2)
+            if isinstance(v, dict) and v:  # one item's fields under its dash, aligned
+                item = [line for k, w in v.items() for line in _text_lines(str(k), w, indent + 4)]
+                lines += [f"{pad}  - {item[0][indent + 4:]}"] + item[1:]
             else:
                 lines.append(f"{pad}  - {v}")
         return lines
@@ -342,7 +343,7 @@ def cmd_datasets(args: argparse.Namespace) -> None:
         rows.append({"name": name, "manifold": repr(ds.manifold), "n": len(ds.points),
                      "public_ball": ds.has_public_ball,
                      "description": ds.description, "source": ds.source})
-    emit({"datasets": rows})
+    emit({"datasets": rows}, args.format)
 
 
 def read_center(spec: str, manifold: Manifold, option: str = "--center") -> np.ndarray:
@@ -447,6 +448,14 @@ def spelled_warnings() -> Iterator[list[str]]:
         caught.append(str(message))
 
 
+def published(rel, caught: list[str], args: argparse.Namespace, ledger) -> dict:
+    """A release's output: the warnings caught (``spelled_warnings``), the release with its
+    caveats spelled as flags (diagnostics with --diagnostics) and the ledger's remaining budget."""
+    rel = replace(rel, caveats=tuple(c.spelled(flag) for c in rel.caveats))
+    return {"warnings": caught, **rel.as_dict(diagnostics=args.diagnostics),
+            **ledger_remaining(ledger)}
+
+
 def ledger_remaining(ledger) -> dict:
     """The ledger's remaining budget after a release, for its JSON output ({} without one)."""
     if ledger is None:
@@ -482,10 +491,8 @@ def cmd_release_mean(args: argparse.Namespace) -> None:
                                    tangent_sensitivity=args.tangent_sensitivity,
                                    allow_approximate=args.allow_approximate, secure=args.secure,
                                    **given)
-    rel = replace(rel, caveats=tuple(c.spelled(flag) for c in rel.caveats))
     emit({"manifold": repr(manifold), "data": args.data, "radius": radius, "ball": origin,
-          "warnings": caught, **rel.as_dict(diagnostics=args.diagnostics),
-          **ledger_remaining(ledger)}, args.format)
+          **published(rel, caught, args, ledger)}, args.format)
 
 
 def read_regression(source: str, manifold: Manifold | None) -> tuple[np.ndarray, np.ndarray, Manifold,
@@ -543,7 +550,7 @@ def cmd_release_regression(args: argparse.Namespace) -> None:
         raise SystemExit("error: --footpoint-budget applies to --release sequential only; it would "
                          "have no effect on the joint release: leave it out")
     ledger = open_ledger(args.ledger)
-    with flag_spelling():
+    with flag_spelling(), spelled_warnings() as caught:
         rel = private_geodesic_regression(manifold, x, y, args.epsilon, args.tau, x_range, args.v_max,
                                           center=center, radius=args.radius, rng=args.seed,
                                           release=args.release, clip_data=args.clip_data, ledger=ledger,
@@ -552,7 +559,7 @@ def cmd_release_regression(args: argparse.Namespace) -> None:
                                           max_steps=args.max_steps,
                                           allow_approximate=args.allow_approximate)
     emit({"manifold": repr(manifold), "data": args.data, "n": len(x),
-          **rel.as_dict(diagnostics=args.diagnostics), **ledger_remaining(ledger)}, args.format)
+          **published(rel, caught, args, ledger)}, args.format)
 
 
 PCA_SPACES = ("sphere:{last} (the leading eigenvector) or grassmann:{d}xK (the top-K principal "
@@ -609,12 +616,12 @@ def cmd_release_pca(args: argparse.Namespace) -> None:
                          f"{PCA_SPACES.format(last=d - 1, d=d)}")
     estimator = private_pca if len(shape) == 1 else private_principal_subspace
     ledger = open_ledger(args.ledger)
-    with flag_spelling():
+    with flag_spelling(), spelled_warnings() as caught:
         rel = estimator(manifold, points, args.epsilon, args.delta, args.norm_bound,
                         steps=args.steps, lr=args.lr, clip_data=args.clip_data, rng=args.seed,
                         ledger=ledger, secure=args.secure)
     emit({"manifold": repr(manifold), "data": args.data, "dimension": d,
-          **rel.as_dict(diagnostics=args.diagnostics), **ledger_remaining(ledger)}, args.format)
+          **published(rel, caught, args, ledger)}, args.format)
 
 
 def _audit_claim(args: argparse.Namespace, notions: tuple[str, ...]):
@@ -729,7 +736,8 @@ def cmd_audit(args: argparse.Namespace) -> None:
     audited, claimed, ceiling = _audited(claim, result)
     emit({"mechanism": args.mechanism, "manifold": repr(manifold), "sensitivity": sensitivity,
           "claimed": claim, "audited_lower_bound": audited, **result.as_dict(),
-          "largest_certifiable_bound": ceiling, "verdict": verdict(audited, claimed, ceiling, "delta" in claim)})
+          "largest_certifiable_bound": ceiling,
+          "verdict": verdict(audited, claimed, ceiling, "delta" in claim)}, args.format)
 
 
 def cmd_reproduce(args: argparse.Namespace) -> None:
@@ -749,7 +757,7 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
     if not summary.get("png", True):
         summary["png_note"] = ("matplotlib is not installed, so only the CSV files were written: "
                                "pip install 'geodp[plot]' adds the figures")
-    emit(summary)
+    emit(summary, args.format)
 
 
 def cmd_budget(args: argparse.Namespace) -> None:
@@ -778,7 +786,7 @@ def cmd_budget(args: argparse.Namespace) -> None:
     if args.action == "history":
         out["entries"] = [{**e, "reserved_at": _iso(e["reserved_at"]), "done_at": _iso(e["done_at"])}
                           for e in ledger.history()]
-    emit(out)
+    emit(out, args.format)
 
 
 def _iso(timestamp: float | None) -> str | None:
@@ -857,7 +865,7 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     p = rsub.add_parser("mean", formatter_class=HELP, parents=[RELEASE, DASK],
                         help="a differentially private Fréchet mean",
                         description="Release the Fréchet mean of the data with a privacy "
-                                    "guarantee; prints the release and its guarantee as JSON.")
+                                    "guarantee; prints the release and its guarantee as JSON (or text: --format text).")
     p.add_argument("data", help="a .npy/.csv file or a built-in data set name")
     p.add_argument("--manifold", help=SPEC_HELP)
     p.add_argument("--mechanism", default="laplace",
@@ -891,7 +899,7 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                         help="a differentially private geodesic regression (K-norm gradient)",
                         description="Release the footpoint and shooting vector of a geodesic "
                                     "regression with epsilon-DP (Kulkarni & Soto, in a sound form); "
-                                    "prints JSON.")
+                                    "prints JSON (or text: --format text).")
     p.add_argument("data", help="a built-in data set with a covariate (trilobites), an .npz file "
                                 "(arrays x, y) or a .csv file (covariate, then the point)")
     p.add_argument("--manifold", help=SPEC_HELP)
@@ -917,7 +925,7 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                         description="Release the leading eigenvector (on the sphere) or the top-K "
                                     "principal subspace (on the Grassmann manifold) of (1/n) sum_i "
                                     "z_i z_i^T by DP Riemannian gradient descent (Han et al., "
-                                    "Section 5.1); prints the release as JSON.")
+                                    "Section 5.1); prints the release as JSON (or text: --format text).")
     p.add_argument("data", help="a .npy/.csv file of vectors (one per row) or a built-in data set")
     p.add_argument("--manifold",
                    help="where the release lives, for rows of length D: "
@@ -956,13 +964,15 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                                 3),
     }
     for name, (short, long, reps) in papers.items():
-        p = rsub.add_parser(name, formatter_class=HELP, parents=[QUIET], help=short, description=long)
+        p = rsub.add_parser(name, formatter_class=HELP, parents=[QUIET, FORMAT], help=short,
+                            description=long)
         p.add_argument("--reps", type=int, default=reps, help="replicates per point")
         p.add_argument("--out", default=f"out/{name}", help="output directory")
         p.add_argument("--seed", type=int, default=0, help="random seed")
         p.set_defaults(func=cmd_reproduce)
 
-    p = sub.add_parser("budget", formatter_class=HELP, help="create or inspect a privacy budget ledger",
+    p = sub.add_parser("budget", formatter_class=HELP, parents=[FORMAT],
+                       help="create or inspect a privacy budget ledger",
                        description="Create (init), summarise (show) or list (history) a persistent "
                                    "privacy budget ledger.")
     p.add_argument("action", choices=["init", "show", "history"])
@@ -971,11 +981,11 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--delta", type=float, default=0.0, help="total delta (init only)")
     p.set_defaults(func=cmd_budget)
 
-    p = sub.add_parser("audit", formatter_class=HELP, parents=[QUIET],
+    p = sub.add_parser("audit", formatter_class=HELP, parents=[QUIET, FORMAT],
                        help="audit a mechanism: an empirical lower bound on its privacy parameter",
                        description="Draw from a mechanism on two neighbouring inputs (footpoints at "
                                    "distance --sensitivity) and print a rigorous lower bound on its "
-                                   "epsilon (or mu), next to the claim, as JSON.")
+                                   "epsilon (or mu), next to the claim, as JSON (or text: --format text).")
     p.add_argument("mechanism", choices=[name for name, m in MECHANISMS.items()
                                          if m.perturbs == "output"]
                    + ["dp-rgd-step", "kng-mean", "kng-regression"])
@@ -1002,7 +1012,8 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help="seed (default: OS entropy)")
     p.set_defaults(func=cmd_audit)
 
-    p = sub.add_parser("datasets", formatter_class=HELP, help="list the built-in real data sets",
+    p = sub.add_parser("datasets", formatter_class=HELP, parents=[FORMAT],
+                       help="list the built-in real data sets",
                        description="List the real data sets shipped with geodp.")
     p.set_defaults(func=cmd_datasets)
     return parser

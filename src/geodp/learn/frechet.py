@@ -23,8 +23,7 @@ from ..statistics import curvature_factor, frechet_mean, frechet_mean_sensitivit
 from ..statistics.sensitivity import kng_mean_sensitivity
 from .data_ball import enforce_ball
 from .dp_rgd import dp_rsgd
-from ..manifolds.capabilities import has
-from .release import Release, delta_caveat, noise_caveat, reserved
+from .release import Release, delta_caveat, diameter_bound, noise_caveat, reserved
 
 SUBSAMPLE_FRACTION = 0.05
 
@@ -319,8 +318,7 @@ def _output_law(req: _Request, opts: _Options):
             fp_mech.check_exact(req.rng)
     tangent = req.sensitivity if opts.tangent_sensitivity is None else opts.tangent_sensitivity
     scale = spec.calibrate(main, tangent, restrict=opts.restrict)
-    diameter = manifold.diameter if has(manifold, "diameter") else float("inf")
-    noise = noise_caveat(scale, req.radius, diameter)
+    noise = noise_caveat(scale, req.radius, diameter_bound(manifold))
     req.caveats.extend([noise] if noise else [])
     params = {"n": req.n, "radius": req.radius, "restricted_to_ball": opts.restrict}
     if spec.takes_footpoint:
@@ -498,7 +496,7 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
     large_delta = delta_caveat(getattr(target, "delta", None), size)
     req.caveats.extend([large_delta] if large_delta else [])
     release = (_output_mean if spec.perturbs == "output" else _OBJECTIVE_RELEASES[spec.name])(req, opts)
-    rel = replace(release, caveats=tuple(req.caveats))
+    rel = replace(release, caveats=tuple(req.caveats) + release.caveats)
     return rel if sensitivity_size is None else _size_public(rel, n)
 
 

@@ -18,17 +18,30 @@ gradient, DP-RGD) puts the noise inside the estimator, so its release lives with
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import numpy as np
-
-from ..manifolds import Manifold
-from ..manifolds.base import Array
+from .._lazy import lazy_attributes
 from ..manifolds.capabilities import has, require
-from ..privacy import Guarantee
-from ..privacy.calibration import calibrate
-from .laplace import RiemannianLaplace, SamplerInfo
-from .wrapped import WrappedGaussian, WrappedLaplace, check_hadamard
+
+if TYPE_CHECKING:  # the laws load when a mechanism builds one: reading the registry (the command
+    # line's help does) imports neither NumPy nor SciPy
+    import numpy as np
+
+    from ..manifolds import Manifold
+    from ..manifolds.base import Array
+    from ..privacy import Guarantee
+    from .laplace import SamplerInfo
+
+#: The laws the output mechanisms build, module attributes loaded on first use (``law``).
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), {
+    "RiemannianLaplace": "geodp.mechanisms.laplace", "WrappedLaplace": "geodp.mechanisms.wrapped",
+    "WrappedGaussian": "geodp.mechanisms.wrapped"})
+
+
+def law(name: str) -> type:
+    """The law class ``name`` as this module holds it (loaded on first use)."""
+    return globals()[name] if name in globals() else __getattr__(name)
+
 
 #: The guarantee arguments a mechanism may take: "epsilon" (pure), "epsilon-delta", "mu" (GDP),
 #: "rdp" ((alpha, eps)-RDP).
@@ -99,12 +112,16 @@ class Mechanism:
         this mechanism's theory applies on ``manifold``; called before any budget is reserved."""
         require(manifold, self.requires, by=f"the {self.name} mechanism")
         if self.hadamard:
+            from .wrapped import check_hadamard
+
             check_hadamard(manifold)
 
     def calibrate(self, target: Guarantee, sensitivity: float, *, restrict: bool = False) -> float:
         """The noise scale that gives ``target`` at ``sensitivity`` (``privacy.calibrate`` for the
         mechanism's noise family; KNG and DP-RGD calibrate through their own sensitivities and
         accountants)."""
+        from ..privacy.calibration import calibrate
+
         if self.noise is None:
             raise ValueError(f"the {self.name} mechanism calibrates through its own accountant")
         return calibrate(self.noise, target, sensitivity)
@@ -143,7 +160,7 @@ class LaplaceMechanism(OutputMechanism):
                 footpoint: Array | None = None, restrict: bool = False,
                 allow_approximate: bool = False) -> Sampler:
         """Exact where the manifold allows; MCMC chains start in ``ball`` when allowed."""
-        return RiemannianLaplace(manifold, scale, restrict_to=ball if restrict else None,
+        return law("RiemannianLaplace")(manifold, scale, restrict_to=ball if restrict else None,
                                  allow_approximate=allow_approximate, chain_ball=ball)
 
 
@@ -158,8 +175,8 @@ class WrappedMechanism(OutputMechanism):
                 footpoint: Array | None = None, restrict: bool = False,
                 allow_approximate: bool = False) -> Sampler:
         """Always exact; the footpoint defaults to the ball's center."""
-        law = WrappedLaplace if self.noise == "laplace" else WrappedGaussian
-        return law(manifold, scale, ball[0] if footpoint is None else footpoint)
+        family = law("WrappedLaplace" if self.noise == "laplace" else "WrappedGaussian")
+        return family(manifold, scale, ball[0] if footpoint is None else footpoint)
 
 
 MECHANISMS: dict[str, Mechanism] = {}

@@ -313,3 +313,84 @@ def test_a_single_step_of_pure_noise_warns_and_says_so_in_the_statement(tmp_path
                             "--quiet")
     assert status == 0 and "warning: even a single DP-RGD step" in err
     assert "larger --epsilon" in err and "larger --epsilon" in out and '"warnings"' in out
+
+
+# ---------------------------------------------------------------- every refusal in the caller's spelling
+def _inputs(tmp_path):
+    np.save(tmp_path / "x.npy", _sphere_points())
+    np.save(tmp_path / "z.npy", _vectors())
+    (tmp_path / "empty.npy").write_bytes(b"")
+    t = np.linspace(0, 1, 20)
+    np.savez(tmp_path / "r.npz", x=t, y=Sphere(2).exp(NORTH, t[:, None] * np.array([0.5, 0, 0])))
+
+
+MEAN_X = ["release", "mean", "{tmp}/x.npy", *BALL]
+PCA_Z = ["release", "pca", "{tmp}/z.npy", "--delta", 1e-5, "--clip-data", "--steps", 3]
+REGRESSION = ["release", "regression", "{tmp}/r.npz", "--manifold", "sphere:2", "--epsilon", 1,
+              "--v-max", 1]
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (MEAN_X + ["--epsilon", "nan"], "--epsilon must be positive and finite"),
+    (MEAN_X + ["--epsilon", 1, "--delta", 1e-5],
+     "the laplace mechanism needs exactly one of: --epsilon alone (epsilon-DP); got --delta, --epsilon"),
+    (MEAN_X + ["--epsilon", 1, "--tangent-sensitivity", 0.1],
+     "--footpoint and --tangent-sensitivity apply to the wrapped mechanisms only"),
+    (MEAN_X + ["--epsilon", 1, "--secure"], "--secure (discrete Gaussian noise) applies to --mechanism"),
+    (MEAN_X + ["--epsilon", 1, "--mechanism", "kng", "--restrict"], "--restrict applies to the"),
+    (["release", "mean", "{tmp}/x.npy", "--manifold", "sphere:2", "--center", "0,0,1", "--radius",
+      0.2, "--epsilon", 1], "or choose a larger public --radius"),
+    (["release", "mean", "{tmp}/x.npy", "--manifold", "sphere:0", "--center", "0,0,1", "--radius",
+      0.5, "--epsilon", 1], "cannot read manifold 'sphere:0': dim must be an integer >= 1"),
+    (PCA_Z + ["--epsilon", 1, "--norm-bound", -1], "--norm-bound must be positive and finite"),
+    (PCA_Z[:3] + ["--epsilon", 1, "--delta", 1e-5, "--norm-bound", 10, "--steps", 0],
+     "--steps must be a positive integer"),
+    (["release", "pca", "{tmp}/empty.npy", "--epsilon", 1, "--delta", 1e-5, "--norm-bound", 1],
+     "'{tmp}/empty.npy' is empty (zero bytes)"),
+    (REGRESSION + ["--tau", -0.5, "--x-range", 0, 1], "--tau must be positive and finite"),
+    (REGRESSION + ["--tau", 0.5, "--x-range", 1, 0], "--x-range must be finite with lo < hi"),
+    (REGRESSION + ["--tau", 0.5, "--x-range", 0, 1, "--radius", 0.5],
+     "--radius was given without --center"),
+    (REGRESSION + ["--tau", 0.5, "--x-range", 0, 1, "--max-steps", 0],
+     "--max-steps = 0 must be at least the chains' first run"),
+    (["budget", "init", "--ledger", "{tmp}/l.db", "--epsilon", -1], "--epsilon must be positive"),
+    (["budget", "init", "--ledger", "{tmp}/l.db", "--epsilon", 1, "--delta", 1], "--delta must lie in"),
+    (["audit", "laplace", "--epsilon", 1, "--samples", 0], "--samples must be an integer >= 10"),
+    (["audit", "laplace", "--epsilon", 1, "--confidence", 1.5], "--confidence must lie in (0, 1)"),
+    (["audit", "laplace", "--epsilon", -1], "--epsilon must be positive and finite"),
+    (["audit", "kng-mean", "--epsilon", 1, "--n", 0], "--n must be a positive integer"),
+    (["audit", "wrapped-gaussian", "--manifold", "spd:2", "--mu", 1, "--delta", 1e-5],
+     "needs exactly one of: --epsilon and --delta > 0 ((epsilon, delta)-DP); --mu alone (mu-GDP); "
+     "--rdp-alpha with --rdp-epsilon (Rényi DP); got --delta, --mu"),
+    (["audit", "dp-rgd-step", "--epsilon", 1, "--delta", 1e-5, "--rdp-alpha", 2],
+     "--rdp-alpha and --rdp-epsilon go together"),
+    (["mean", "{tmp}/x.npy", "--manifold", "sphere:2", "--tol", -1], "--tol must be positive"),
+])
+def test_command_line_refusals_name_the_flag(tmp_path, capsys, argv, expected):
+    _inputs(tmp_path)
+    argv = [str(a).format(tmp=tmp_path) for a in argv]
+    status, _, err = _cli(capsys, *argv)
+    assert status == 2 and err.startswith("error: ") and expected.format(tmp=tmp_path) in err, err
+
+
+def test_python_refusals_name_the_keyword_and_internal_names_stay_as_they_are():
+    from geodp.cli import build_parser, command_spelling
+    from geodp.privacy import BudgetLedger
+
+    with pytest.raises(ValueError, match="^total_epsilon must be positive"):
+        BudgetLedger(":memory:", -1.0)
+    with pytest.raises(ValueError, match="needs exactly one of: epsilon alone .*; got delta, epsilon"):
+        private_frechet_mean(Sphere(2), _sphere_points(), 1.0, NORTH, 0.5, delta=1e-5)
+    with pytest.raises(TypeError, match="^radius must be a number"):
+        private_frechet_mean(Sphere(2), _sphere_points(), 1.0, NORTH, "0.5")
+    spell = command_spelling(build_parser(), ["release", "mean", "x.npy"])
+    assert [spell(k) for k in ("radius", "rng", "clip_data=True", "scale", "n_samples")] == [
+        "--radius", "--seed", "--clip-data", "scale", "n_samples"]
+    spell = command_spelling(build_parser(), ["budget", "init"])
+    assert (spell("total_epsilon"), spell("total_delta")) == ("--epsilon", "--delta")
+
+
+def test_pca_delta_at_least_one_over_n_warns_and_says_so():
+    with pytest.warns(LargeDeltaWarning, match=r"delta = 0.5 is at least 1/n = 0.005"):
+        rel = private_pca(Sphere(5), _vectors(), 1.0, 0.5, 10.0, clip_data=True, steps=3, rng=0)
+    assert "caveat: delta = 0.5" in rel.statement

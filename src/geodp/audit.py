@@ -31,6 +31,7 @@ from scipy import special, stats
 
 from .manifolds import Manifold
 from .manifolds.base import Array, as_generator
+from .parameters import ParameterError
 from .privacy.conversions import check_count
 
 Sampler = Callable[[int, np.random.Generator], Array]
@@ -82,7 +83,7 @@ def audit_mechanism(sample_d: Sampler, sample_d_prime: Sampler, statistic: Calla
     """
     n = check_count("n_samples", n_samples, 10)
     if not 0 < confidence < 1:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+        raise ParameterError(f"{{confidence}} must lie in (0, 1), got {confidence}", "confidence")
     if not 0 <= delta < 1:
         raise ValueError(f"delta must lie in [0, 1), got {delta}")
     if rdp_order is not None and not rdp_order > 1:
@@ -174,6 +175,7 @@ def kng_mean_neighbours(manifold: Manifold, center: Array, radius: float,
     and one at distance ``radius`` on either side of it along a geodesic (the replaced record
     moves the risk's gradient by the most the data ball allows). Returns D, D' and the unit
     direction of that geodesic at ``center``."""
+    n = check_count("n", n, 1)
     near, far, direction = neighbouring_footpoints(manifold, center, 2.0 * radius)
     rest = np.broadcast_to(manifold.check_point(center), (n - 1,) + near.shape)
     return np.concatenate([rest, far[None]]), np.concatenate([rest, near[None]]), direction
@@ -200,6 +202,7 @@ def kng_regression_neighbours(manifold: Manifold, center: Array, n: int, x_bound
     sensitivity; and D's law is the more concentrated one, so the normalising constants do not
     cancel as they do for mirror-image neighbours (whose privacy loss stays below epsilon/2).
     Returns the covariates, D's responses and D''s responses."""
+    n = check_count("n", n, 1)
     center = manifold.check_point(center)
     moved = manifold.exp(center, separation * manifold.from_coords(center, np.eye(manifold.dim)[0]))
     y = np.broadcast_to(center, (n,) + center.shape)

@@ -212,15 +212,22 @@ def _read_chunked(source: str, manifold: Manifold):
     return points
 
 
-def _read_npy(source: str, shape: tuple[int, ...]) -> np.ndarray:
-    """The (n, *shape) array of a .npy file, float64 or float32 (kept, see ``read_points``)."""
+def load_npy(source: str, mmap_mode: str | None = None) -> np.ndarray:
+    """``numpy.load`` of a .npy file without pickles; a one-line error for an empty or unreadable
+    file."""
     import numpy as np
     try:
-        x = np.load(source, allow_pickle=False)
+        return np.load(source, mmap_mode=mmap_mode, allow_pickle=False)
     except EOFError:
         raise SystemExit(f"error: {source!r} is empty (zero bytes): not a .npy array") from None
     except (OSError, ValueError) as exc:
         raise SystemExit(f"error: cannot read {source!r} as a .npy array: {exc}") from None
+
+
+def _read_npy(source: str, shape: tuple[int, ...]) -> np.ndarray:
+    """The (n, *shape) array of a .npy file, float64 or float32 (kept, see ``read_points``)."""
+    import numpy as np
+    x = load_npy(source)
     if x.shape[1:] != shape or x.ndim != len(shape) + 1:
         raise SystemExit(f"error: {source!r} holds an array of shape {x.shape}; the manifold "
                          f"needs (n, {', '.join(map(str, shape))}): one point per record")
@@ -407,14 +414,28 @@ def open_ledger(path: str | None):
     return BudgetLedger(path)
 
 
-#: Python keywords whose command-line flag is not their own name.
-FLAGS = {"rng": "--seed"}
+#: Python keywords whose command-line flag is not their own name (``--epsilon`` and ``--delta``
+#: of ``geodp budget init`` are the ledger's ``total_epsilon`` and ``total_delta``).
+FLAGS = {"rng": "--seed", "total_epsilon": "--epsilon", "total_delta": "--delta",
+         "n_samples": "--samples", "rdp": "--rdp-alpha with --rdp-epsilon"}
 
 
 def flag(keyword: str) -> str:
     """The command-line flag of a Python keyword: ``clip_data=True`` -> ``--clip-data``,
     ``x_range`` -> ``--x-range``, ``rng`` -> ``--seed``."""
     return FLAGS.get(keyword, "--" + keyword.removesuffix("=True").replace("_", "-"))
+
+
+def command_spelling(parser: argparse.ArgumentParser, argv: list[str]):
+    """How the subcommand that ``argv`` runs spells a Python keyword in its errors: as its flag
+    where the subcommand has that flag, as the keyword itself otherwise (a parameter the
+    library sets, such as a mechanism's noise ``scale``, has no flag to name)."""
+    for token in argv:  # down the subcommands named in argv (geodp release mean ...)
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if subs and token in subs[0].choices:
+            parser = subs[0].choices[token]
+    flags = {s for action in parser._actions for s in action.option_strings}
+    return lambda keyword: flag(keyword) if flag(keyword).split()[0] in flags else keyword
 
 
 @contextmanager
@@ -569,18 +590,14 @@ PCA_SPACES = ("sphere:{last} (the leading eigenvector) or grassmann:{d}xK (the t
 def _row_length(source: str) -> int:
     """The length of a file's rows, from a .npy header or a CSV's first line (``read_points``
     then checks every row, and names a missing file or another type)."""
-    import numpy as np
     path = Path(source)
-    if path.suffix == ".npy" and path.exists():
-        try:
-            shape = np.load(path, mmap_mode="r", allow_pickle=False).shape
-        except (OSError, ValueError) as exc:
-            raise SystemExit(f"error: cannot read {source!r} as a .npy array: {exc}") from None
+    if path.suffix == ".npy" and path.is_file():
+        shape = load_npy(source, mmap_mode="r").shape
         if len(shape) != 2:
             raise SystemExit(f"error: PCA needs vectors: {source!r} holds an array of shape "
                              f"{shape}, not one vector per row")
         return shape[1]
-    if path.suffix == ".csv" and path.exists():
+    if path.suffix == ".csv" and path.is_file():
         return len(next(iter(csv_rows(source)), [""]))
     return 1
 
@@ -630,14 +647,15 @@ def _audit_claim(args: argparse.Namespace, notions: tuple[str, ...]):
     from .learn.frechet import target_guarantee
     from .privacy import GDP, RDP, ApproxDP
 
+    if (args.rdp_alpha is None) != (args.rdp_epsilon is None):
+        raise SystemExit("error: --rdp-alpha and --rdp-epsilon go together")
     rdp = None if args.rdp_alpha is None else (args.rdp_alpha, args.rdp_epsilon)
-    try:
-        target = target_guarantee(args.mechanism, notions, args.epsilon, args.delta, args.mu, rdp)
-    except ValueError:
+    if all(v is None for v in (args.epsilon, args.delta, args.mu, rdp)):
         flags = {"epsilon": "--epsilon", "epsilon-delta": "--epsilon with --delta", "mu": "--mu",
                  "rdp": "--rdp-alpha with --rdp-epsilon"}
         raise SystemExit(f"error: auditing the {args.mechanism} mechanism needs a claim: "
-                         f"{', or '.join(flags[n] for n in notions)}") from None
+                         f"{', or '.join(flags[n] for n in notions)}")
+    target = target_guarantee(args.mechanism, notions, args.epsilon, args.delta, args.mu, rdp)
     if isinstance(target, GDP):
         return target, {"mu": target.mu}, {}
     if isinstance(target, ApproxDP):
@@ -1025,19 +1043,20 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if all(a.startswith("-") for a in argv):  # no subcommand: help, version or a usage error
         build_parser(commands=False).parse_args(argv)  # exits
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
 
     import sqlite3
 
-    from .parameters import ParameterError
+    from .parameters import ParameterError, ParameterTypeError
     from .privacy import BudgetExceededError
     from .progress import showing
 
     try:
         with showing(not getattr(args, "quiet", False)):
             args.func(args)
-    except ParameterError as exc:
-        message = f"error: {exc.spelled(flag)}"
+    except (ParameterError, ParameterTypeError) as exc:
+        message = f"error: {exc.spelled(command_spelling(parser, argv))}"
     except (ValueError, TypeError, OSError, RuntimeError, ArithmeticError, sqlite3.Error,
             BudgetExceededError) as exc:
         message = f"error: {exc}"

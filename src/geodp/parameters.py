@@ -34,3 +34,22 @@ class Spelled:
 
 class ParameterError(Spelled, ValueError):
     """A parameter's value is refused; the message names it."""
+
+
+class ParameterTypeError(Spelled, TypeError):
+    """A parameter's value is of the wrong kind; the message names it."""
+
+
+def field(name: str) -> tuple[str, tuple[str, ...]]:
+    """The template field naming parameter ``name`` and the keywords it adds: ``"{radius}"`` and
+    ``("radius",)`` for a Python keyword, the name itself (braces escaped) and none for a
+    description such as ``"domain radius"``, which no interface spells otherwise."""
+    if name.isidentifier():
+        return f"{{{name}}}", (name,)
+    return name.replace("{", "{{").replace("}", "}}"), ()
+
+
+def literal(text: object) -> str:
+    """``str(text)`` for a template: its braces escaped, so a value quoted in a message is
+    never read as a field."""
+    return str(text).replace("{", "{{").replace("}", "}}")

@@ -28,8 +28,8 @@ from .release import Release, delta_caveat, diameter_bound, noise_caveat, reserv
 SUBSAMPLE_FRACTION = 0.05
 
 
-_ASK = {"epsilon": "epsilon alone (epsilon-DP)", "epsilon-delta": "epsilon and delta > 0 "
-        "((epsilon, delta)-DP)", "mu": "mu alone (mu-GDP)", "rdp": "rdp=(alpha, epsilon) (Rényi DP)"}
+_ASK = {"epsilon": "{epsilon} alone (epsilon-DP)", "epsilon-delta": "{epsilon} and {delta} > 0 "
+        "((epsilon, delta)-DP)", "mu": "{mu} alone (mu-GDP)", "rdp": "{rdp} (Rényi DP)"}
 
 
 def target_guarantee(name: str, notions: tuple[str, ...], epsilon, delta, mu, rdp) -> Guarantee:
@@ -49,8 +49,10 @@ def target_guarantee(name: str, notions: tuple[str, ...], epsilon, delta, mu, rd
     if given == {"rdp"} and "rdp" in notions:
         alpha, eps = rdp
         return RDP([alpha], [eps])
-    raise ValueError(f"the {name} mechanism needs exactly one of: "
-                     f"{'; '.join(_ASK[n] for n in notions)}; got {sorted(given)}")
+    raise ParameterError(f"the {name} mechanism needs exactly one of: "
+                         f"{'; '.join(_ASK[n] for n in notions)}; got "
+                         f"{', '.join('{%s}' % k for k in sorted(given)) or 'none'}",
+                         "epsilon", "delta", "mu", "rdp")
 
 
 def split_guarantee(g: Guarantee, fraction: float) -> tuple[float, Guarantee]:
@@ -195,14 +197,16 @@ def _check_options(spec: Mechanism, opts: _Options, center, radius) -> None:
                                  f"{'integer' if keyword == 'steps' else 'finite number'}, got "
                                  f"{getattr(opts, keyword)!r}", keyword) from None
     if opts.secure and not spec.secure:
-        raise ValueError(f"secure=True (discrete Gaussian noise) applies to mechanism='dp-rgd' only; "
-                         f"the {spec.name} mechanism has no secure sampler")
+        raise ParameterError(f"{{secure}} (discrete Gaussian noise) applies to {{mechanism}} "
+                             f"'dp-rgd' only; the {spec.name} mechanism has no secure sampler",
+                             "secure", "mechanism")
     if opts.restrict and spec.restricted_theorem is None:
-        raise ValueError(f"restrict applies to the Riemannian Laplace (Theorem 3) only, not to "
-                         f"the {spec.name} mechanism")
+        raise ParameterError(f"{{restrict}} applies to the Riemannian Laplace (Theorem 3) only, "
+                             f"not to the {spec.name} mechanism", "restrict")
     if not spec.takes_footpoint and (opts.footpoint is not None
                                      or opts.tangent_sensitivity is not None):
-        raise ValueError("footpoint and tangent_sensitivity apply to the wrapped mechanisms only")
+        raise ParameterError("{footpoint} and {tangent_sensitivity} apply to the wrapped "
+                             "mechanisms only", "footpoint", "tangent_sensitivity")
     if isinstance(opts.footpoint, str) and opts.footpoint != "private":
         raise ValueError(f"footpoint must be a point or 'private', got {opts.footpoint!r}")
 

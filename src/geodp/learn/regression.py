@@ -11,6 +11,7 @@ from ..manifolds import Manifold
 from ..manifolds.base import Array, as_generator, manifold_first
 from ..mechanisms.kng import BundleDomain, KNormGradient, check_max_steps, sample_bundle
 from ..privacy import BudgetLedger, PureDP
+from ..parameters import ParameterError, literal
 from ..privacy.conversions import check_positive
 from ..statistics import ConvergenceWarning
 from ..statistics.regression import RegressionSample, fit_regression, regression_gradient
@@ -28,9 +29,11 @@ def _check_range(x_range) -> tuple[float, float]:
     try:
         lo, hi = (float(b) for b in x_range)
     except (TypeError, ValueError):
-        raise ValueError(f"x_range must be two numbers (lo, hi), got {x_range!r}") from None
+        raise ParameterError(f"{{x_range}} must be two numbers (lo, hi), got "
+                             f"{literal(repr(x_range))}", "x_range") from None
     if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
-        raise ValueError(f"x_range must be finite with lo < hi, got ({lo}, {hi})")
+        raise ParameterError(f"{{x_range}} must be finite with lo < hi, got ({lo}, {hi})",
+                             "x_range")
     return lo, hi
 
 
@@ -61,12 +64,14 @@ def _domain_ball(manifold: Manifold, center, radius) -> tuple[Array, float | Non
             center = manifold.project(np.cos(np.arange(np.prod(shape))).reshape(shape))
         return manifold.check_point(center), None
     if center is None:
-        raise ValueError("radius was given without center: the footpoint ball needs both")
+        raise ParameterError("{radius} was given without {center}: the footpoint ball needs both",
+                             "radius", "center")
     center = manifold.check_point(center)
     radius = check_positive("radius", radius)
     if radius > manifold.injectivity_radius:
-        raise ValueError(f"radius must be at most the injectivity radius "
-                         f"{manifold.injectivity_radius:.6g} of {manifold!r}, got {radius}")
+        raise ParameterError(f"{{radius}} must be at most the injectivity radius "
+                             f"{manifold.injectivity_radius:.6g} of {manifold!r}, got {radius}",
+                             "radius")
     check_representable(manifold, center, radius)
     return center, radius
 

@@ -36,6 +36,8 @@ def manifold_from_spec(spec: str) -> Manifold:
         return family.build(*args, **kwargs)
     except TypeError as error:  # a wrong number of sizes
         raise ValueError(f"cannot read manifold {spec!r} ({error}); expected {SPEC_HELP}") from None
+    except ValueError as error:  # a size or an option out of range (sphere:0, curvature=-1)
+        raise ValueError(f"cannot read manifold {spec!r}: {error}") from None
 
 
 def _sizes_from_shape(family: str, shape: tuple[int, ...]) -> tuple[int, ...] | None:

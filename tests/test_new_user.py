@@ -394,3 +394,36 @@ def test_pca_delta_at_least_one_over_n_warns_and_says_so():
     with pytest.warns(LargeDeltaWarning, match=r"delta = 0.5 is at least 1/n = 0.005"):
         rel = private_pca(Sphere(5), _vectors(), 1.0, 0.5, 10.0, clip_data=True, steps=3, rng=0)
     assert "caveat: delta = 0.5" in rel.statement
+
+
+def test_allow_approximate_without_effect_is_refused(tmp_path, capsys):
+    """Issue 32, options without effect: DP-RGD and the wrapped laws are always exact."""
+    np.save(tmp_path / "x.npy", _sphere_points())
+    status, _, err = _cli(capsys, "release", "mean", tmp_path / "x.npy", *BALL, "--epsilon", 1,
+                          "--delta", 1e-5, "--mechanism", "dp-rgd", "--allow-approximate")
+    assert status == 2 and err.startswith("error: --allow-approximate applies to a sampler that "
+                                          "may need MCMC only") and "'dp-rgd' release" in err
+    x = SPD(2).random_ball(np.eye(2), 0.5, 20, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="^allow_approximate applies to"):
+        private_frechet_mean(SPD(2), x, 1.0, np.eye(2), 0.5, mechanism="wrapped-laplace",
+                             allow_approximate=True)
+    # where a private footpoint's Riemannian Laplace may need MCMC, it has an effect
+    with pytest.raises(ValueError, match="private footpoint selection") as info:
+        private_frechet_mean(SPD(2), x, 1.0, np.eye(2), 0.5, mechanism="wrapped-laplace",
+                             footpoint="private", allow_approximate=True)
+    assert "a larger footpoint_budget" in str(info.value)
+    np.save(tmp_path / "s.npy", x)
+    status, _, err = _cli(capsys, "release", "mean", tmp_path / "s.npy", "--manifold", "spd:2",
+                          "--center", "identity", "--radius", 0.5, "--epsilon", 1, "--mechanism",
+                          "wrapped-laplace", "--footpoint", "private")
+    assert status == 2 and "a larger --footpoint-budget" in err and "public --footpoint" in err
+
+
+def test_an_audit_sensitivity_beyond_the_injectivity_radius_is_refused(capsys):
+    status, _, err = _cli(capsys, "audit", "laplace", "--epsilon", 1, "--sensitivity", 100)
+    assert status == 2 and err.startswith("error: --sensitivity = 100 exceeds the injectivity "
+                                          "radius 3.14159 of Sphere(2)")
+    from geodp.audit import neighbouring_footpoints
+
+    near, far, _ = neighbouring_footpoints(Sphere(2), NORTH, np.pi)
+    assert Sphere(2).dist(near, far) == pytest.approx(np.pi)

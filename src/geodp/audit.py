@@ -32,7 +32,8 @@ from scipy import special, stats
 from .manifolds import Manifold
 from .manifolds.base import Array, as_generator
 from .parameters import ParameterError
-from .privacy.conversions import check_count
+from .manifolds.capabilities import has
+from .privacy.conversions import check_count, check_positive
 
 Sampler = Callable[[int, np.random.Generator], Array]
 
@@ -141,7 +142,16 @@ def neighbouring_footpoints(manifold: Manifold, center: Array,
                             sensitivity: float) -> tuple[Array, Array, Array]:
     """Two footpoints at distance ``sensitivity`` along a geodesic through ``center``, and the unit
     tangent direction at ``center``: the worst case of a Fréchet-mean release whose sensitivity
-    is that distance (the outputs on neighbouring data sets differ by at most it)."""
+    is that distance (the outputs on neighbouring data sets differ by at most it). A
+    ``sensitivity`` beyond the injectivity radius is refused: the geodesic no longer minimises
+    there, so the two footpoints would be closer than claimed."""
+    sensitivity = check_positive("sensitivity", sensitivity)
+    inj = manifold.injectivity_radius if has(manifold, "injectivity_radius") else math.inf
+    if sensitivity > inj:
+        raise ParameterError(f"{{sensitivity}} = {sensitivity:g} exceeds the injectivity radius "
+                             f"{inj:.6g} of {manifold!r}: no two points along a geodesic through "
+                             f"the center are that far apart, so the audit would test other "
+                             f"neighbours than the claim's", "sensitivity")
     center = manifold.check_point(center)
     direction = manifold.from_coords(center, np.eye(manifold.dim)[0])
     half = 0.5 * sensitivity * direction

@@ -501,7 +501,8 @@ def cmd_release_mean(args: argparse.Namespace) -> None:
     rdp = None if args.rdp_alpha is None else (args.rdp_alpha, args.rdp_epsilon)
     given = {k: getattr(args, k) for k in ("footpoint_budget", "steps", "lr")
              if getattr(args, k) is not None}
-    refusal = unused_options(args.mechanism, set(given), footpoint)
+    flags = {"allow_approximate"} if args.allow_approximate else set()
+    refusal = unused_options(args.mechanism, set(given) | flags, footpoint)
     if refusal is not None:
         raise refusal
     with dask_cluster(args), flag_spelling(), spelled_warnings() as caught:
@@ -1048,18 +1049,17 @@ def main(argv: list[str] | None = None) -> int:
 
     import sqlite3
 
-    from .parameters import ParameterError, ParameterTypeError
+    from .parameters import Spelled
     from .privacy import BudgetExceededError
     from .progress import showing
 
     try:
         with showing(not getattr(args, "quiet", False)):
             args.func(args)
-    except (ParameterError, ParameterTypeError) as exc:
-        message = f"error: {exc.spelled(command_spelling(parser, argv))}"
     except (ValueError, TypeError, OSError, RuntimeError, ArithmeticError, sqlite3.Error,
-            BudgetExceededError) as exc:
-        message = f"error: {exc}"
+            BudgetExceededError) as exc:  # a refusal naming parameters names them as flags
+        spelled = exc.spelled(command_spelling(parser, argv)) if isinstance(exc, Spelled) else exc
+        message = f"error: {spelled}"
     except SystemExit as exc:
         if not isinstance(exc.code, str):
             raise

@@ -154,26 +154,28 @@ def steps_caveat(manifold: Manifold, domain: tuple[Array, float] | None, steps: 
     and so the release, is then nearly independent of the data.
 
     The noise multiplier grows as sqrt(steps) (exactly for a full batch), so about
-    steps (span / noise_step)^2 steps keep it below. When that is at least one step, the number
-    of steps is what voids the release, and a run with fewer spends the same budget usefully:
-    ``ParameterError`` naming ``steps`` and that bound (nothing reserved). When even one step is
-    noise, no number of steps helps (the budget or n is too small): a ``NoiseDominatesWarning``,
-    as for a pure-noise output mechanism, returned to be repeated as the release's caveat."""
+    steps (span / noise_step)^2 steps keep it below the span. When a run of at least one step
+    keeps it below half the span, the number of steps is what voids the release, and fewer
+    spend the same budget usefully: ``ParameterError`` naming ``steps`` and the bound (nothing
+    reserved). Otherwise no number of steps helps much (the budget or n is too small; the
+    library's default of 3 steps is never refused): a ``NoiseDominatesWarning``, as for a
+    pure-noise output mechanism, returned to be repeated as the release's caveat."""
     diameter = diameter_bound(manifold)
     ball = 2.0 * domain[1] if domain is not None else math.inf
     span = min(ball, diameter)
     if not noise_step > span:
         return None
     most = math.floor(steps * (span / noise_step) ** 2)
+    useful = math.floor(steps * (0.5 * span / noise_step) ** 2)
     where = "the public ball" if ball < diameter else repr(manifold)
     noise = (f"noise of expected length {noise_step:.3g}, more than {span:.3g}, a bound on the "
              f"distance between any two points of {where}: every iterate is noise")
-    if most >= 1:
+    if useful >= 1:
         raise ParameterError(
             f"{{steps}} = {steps} gives every step {noise} and the release would carry no "
-            f"information; at most about {most} steps keep it below at this budget (the noise "
-            f"grows as sqrt(steps)): pass fewer {{steps}}, or a smaller {{lr}} (nothing was "
-            f"reserved or released)", "steps", "lr")
+            f"information; at this budget at most about {most} steps keep it below that bound "
+            f"and {useful} below half of it (the noise grows as sqrt(steps)): pass fewer "
+            f"{{steps}}, or a smaller {{lr}} (nothing was reserved or released)", "steps", "lr")
     caveat = NoiseDominatesWarning(
         f"even a single DP-RGD step has {noise}, so the release carries almost no information "
         f"(a larger {{epsilon}}, more records or a smaller {{lr}} reduce it)", "epsilon", "lr")

@@ -12,7 +12,7 @@ from ..manifolds import Manifold
 from ..manifolds.base import Array, as_generator, manifold_first
 from ..mechanisms import NotNormalisableError, RiemannianLaplace
 from ..mechanisms.registry import Mechanism, lookup
-from ..parameters import ParameterError
+from ..parameters import ParameterError, Spelled, literal
 from ..privacy.conversions import check_count
 from ..privacy import (GDP, RDP, ApproxDP, BudgetLedger, Guarantee, PureDP, gdp_to_pure_equivalent)
 from ..privacy.conversions import check_number, check_positive
@@ -84,6 +84,11 @@ def equivalents(g: Guarantee) -> dict[str, str]:
     return {f"delta={d:g}": g.to_approx(d).describe() for d in (1e-5, 1e-6)}
 
 
+class FootpointNotNormalisable(Spelled, NotNormalisableError):
+    """The private footpoint's Riemannian Laplace is not normalisable; the message names the
+    options that avoid it."""
+
+
 def _footpoint_mechanism(manifold, n, center, radius, epsilon_fp,
                          allow_approximate) -> tuple[RiemannianLaplace, int]:
     """The Riemannian Laplace that releases the mean of a random 5% subsample (m points).
@@ -98,11 +103,12 @@ def _footpoint_mechanism(manifold, n, center, radius, epsilon_fp,
         return RiemannianLaplace(manifold, delta_sub / epsilon_fp, allow_approximate=allow_approximate,
                                  chain_ball=(center, radius)), m
     except NotNormalisableError as exc:
-        raise NotNormalisableError(
+        raise FootpointNotNormalisable(
             f"private footpoint selection: the Riemannian Laplace release of the mean of a "
             f"{m}-point subsample (sensitivity {delta_sub:.4g}) at epsilon {epsilon_fp:.4g} is not "
-            f"normalisable ({exc}). Use a public footpoint (the default: the data ball's center), "
-            f"a larger footpoint_budget, or a larger budget") from None
+            f"normalisable ({literal(exc)}). Use a public {{footpoint}} (the default: the data "
+            f"ball's center), a larger {{footpoint_budget}}, or a larger budget", "footpoint",
+            "footpoint_budget") from None
 
 
 def _private_footpoint(mech: RiemannianLaplace, m: int, x, center, rng) -> tuple[Array, dict]:
@@ -154,18 +160,23 @@ class _Options:
     steps: int = 3
     lr: float = 0.7
     secure: bool = False
+    allow_approximate: bool = False
 
 
 def unused_options(mechanism: str, given: set[str], footpoint) -> ParameterError | None:
     """The refusal of the first option in ``given`` (Python keywords) that has no effect with
     ``mechanism`` and ``footpoint``, or None: ``footpoint_budget`` without a private footpoint,
-    ``steps`` and ``lr`` outside DP-RGD. The command line passes the options given explicitly,
+    ``steps`` and ``lr`` outside DP-RGD, ``allow_approximate`` with a mechanism that is always
+    exact (``Mechanism.always_exact``) unless a private footpoint (a Riemannian Laplace draw)
+    may need MCMC. The command line passes the options given explicitly,
     ``private_frechet_mean`` those that differ from their defaults."""
     spec = lookup(mechanism)
     needs = {"footpoint_budget": (footpoint == "private", "a private footpoint ({footpoint} "
                                                            "'private')"),
              "steps": (spec.name == "dp-rgd", "{mechanism} 'dp-rgd'"),
-             "lr": (spec.name == "dp-rgd", "{mechanism} 'dp-rgd'")}
+             "lr": (spec.name == "dp-rgd", "{mechanism} 'dp-rgd'"),
+             "allow_approximate": (not spec.always_exact or footpoint == "private",
+                                   "a sampler that may need MCMC")}
     for keyword, (used, condition) in needs.items():
         if keyword in given and not used:
             return ParameterError(f"{{{keyword}}} applies to {condition} only; it would have no "
@@ -180,7 +191,7 @@ def _check_options(spec: Mechanism, opts: _Options, center, radius) -> None:
         raise ValueError("center and radius of the public data ball are required")
     check_positive("radius", radius)
     defaults = _Options()
-    given = {k for k in ("footpoint_budget", "steps", "lr")
+    given = {k for k in ("footpoint_budget", "steps", "lr", "allow_approximate")
              if getattr(opts, k) != getattr(defaults, k)}
     refusal = unused_options(spec.name, given, opts.footpoint)
     if refusal is not None:
@@ -478,7 +489,8 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
     spec.check(manifold)  # capabilities it needs, before anything runs
     target = target_guarantee(spec.name, spec.notions, epsilon, delta, mu, rdp)
     opts = _Options(restrict, footpoint, None if tangent_sensitivity is None else
-                    float(tangent_sensitivity), footpoint_budget, steps, lr, secure)
+                    float(tangent_sensitivity), footpoint_budget, steps, lr, secure,
+                    allow_approximate)
     _check_options(spec, opts, center, radius)
     center = manifold.check_point(center)
     if opts.footpoint is not None and opts.footpoint != "private":

@@ -87,6 +87,9 @@ class Mechanism:
         their own sensitivity and accountant.
     secure : bool
         Whether it can draw from the operating system's randomness (``secure=True``).
+    always_exact : bool
+        Whether its own law never needs MCMC, whatever the manifold (``allow_approximate`` then
+        has no effect on it and is refused).
     """
 
     name: str
@@ -99,6 +102,7 @@ class Mechanism:
     hadamard: bool = False
     noise: str | None = None
     secure: bool = False
+    always_exact: bool = False
 
     #: "output" (a law centred at the statistic) or "objective" (noise inside the estimator).
     perturbs = "objective"
@@ -170,6 +174,7 @@ class WrappedMechanism(OutputMechanism):
     the Laplace (``noise="laplace"``) or the Gaussian family."""
 
     takes_footpoint = True
+    always_exact: bool = True
 
     def sampler(self, manifold: Manifold, scale: float, *, ball: tuple[Array, float],
                 footpoint: Array | None = None, restrict: bool = False,
@@ -223,7 +228,7 @@ register(Mechanism(
     "DP Riemannian gradient descent (Fréchet mean)",
     "DP Riemannian gradient descent (Han, Mishra, Jawanpuria & Gao, Algorithm 1) on the Fréchet "
     "function, per-record gradient sensitivity 2r max(1, t / sin t)", ("epsilon-delta",),
-    _GEOMETRY, secure=True))
+    _GEOMETRY, secure=True, always_exact=True))
 register(Mechanism(
     "kng", "K-norm gradient mechanism (Reimherr & Awan; Soto et al.)",
     "K-norm gradient Fréchet mean",

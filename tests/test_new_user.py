@@ -427,3 +427,51 @@ def test_an_audit_sensitivity_beyond_the_injectivity_radius_is_refused(capsys):
 
     near, far, _ = neighbouring_footpoints(Sphere(2), NORTH, np.pi)
     assert Sphere(2).dist(near, far) == pytest.approx(np.pi)
+
+
+# ---------------------------------------------------------------- Python inputs with NumPy-internal answers
+def test_an_array_footpoint_is_accepted():
+    """A public footpoint given as an array was compared with the string 'private' (NumPy's
+    'truth value of an array is ambiguous')."""
+    x = SPD(2).random_ball(np.eye(2), 0.5, 20, np.random.default_rng(0))
+    rel = private_frechet_mean(SPD(2), x, 1.0, np.eye(2), 0.5, mechanism="wrapped-laplace",
+                               footpoint=np.eye(2), rng=0)
+    assert rel.parameters["footpoint"] == np.eye(2).tolist()
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: private_frechet_mean(Sphere(2), np.zeros((0, 3)), 1.0, NORTH, 0.5), ValueError,
+     "^points is empty"),
+    (lambda: private_frechet_mean(Sphere(2), NORTH, 1.0, NORTH, 0.5), ValueError,
+     r"^points must have shape \(n, 3\) \(one point per record\), got \(3,\)"),
+    (lambda: private_pca(Sphere(5), np.zeros((0, 6)), 1.0, 1e-5, 10.0), ValueError, "^data is empty"),
+    (lambda: private_frechet_mean(SPD(2), SPD(2).random_ball(np.eye(2), 0.5, 5, np.random.default_rng(0)),
+                                  None, np.eye(2), 0.5, mechanism="wrapped-gaussian", rdp=(1.0,)),
+     ValueError, r"^rdp must be a pair \(alpha, epsilon\)"),
+    (lambda: private_frechet_mean(Sphere(2), _sphere_points(), 1.0, NORTH, 0.5, ledger="x.db"),
+     TypeError, "^ledger must be a budget ledger"),
+])
+def test_python_refusals_instead_of_numpy_internals(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_estimators_refuse_bad_inputs_by_name():
+    pytest.importorskip("sklearn")
+    from geodp import estimators
+
+    z = np.random.default_rng(0).normal(size=(50, 4))
+    with pytest.raises(ValueError, match=r"^center must hold one value per feature, shape \(4,\)"):
+        estimators.PrivatePCA(norm_bound=5, center=[0, 0]).fit(z)
+    with pytest.raises(ValueError, match="^random_state must be a non-negative integer"):
+        estimators.PrivatePCA(norm_bound=5, clip_data=True, random_state=-1).fit(z)
+    x = SPD(2).random_ball(np.eye(2), 0.5, 40, np.random.default_rng(0))
+    with pytest.raises(TypeError, match="^radius must be a number, got str '3'"):
+        estimators.PrivateFrechetMean(manifold="spd", center=np.eye(2), radius="3").fit(x)
+    mean = estimators.PrivateFrechetMean(manifold="spd", center=np.eye(2), radius=3.0,
+                                         random_state=0).fit(x)
+    with pytest.raises(ValueError, match=r"tangent coordinates of each record, shape \(n, 3\)"):
+        mean.inverse_transform(np.zeros((3, 7)))
+    with pytest.raises(ValueError, match=r"^delta must lie in \(0, 1\)"):
+        estimators.PrivateMDM(center=np.eye(2), radius=3.0, delta=2, classes=[0, 1],
+                              random_state=0).fit(x, np.arange(40) % 2)

@@ -47,6 +47,9 @@ def target_guarantee(name: str, notions: tuple[str, ...], epsilon, delta, mu, rd
     if given == {"mu"} and "mu" in notions:
         return GDP(mu)
     if given == {"rdp"} and "rdp" in notions:
+        if isinstance(rdp, (str, bytes)) or np.ndim(rdp) != 1 or len(rdp) != 2:
+            raise ParameterError(f"{{rdp}} must be a pair (alpha, epsilon), got "
+                                 f"{literal(repr(rdp))}", "rdp")
         alpha, eps = rdp
         return RDP([alpha], [eps])
     raise ParameterError(f"the {name} mechanism needs exactly one of: "
@@ -163,6 +166,12 @@ class _Options:
     allow_approximate: bool = False
 
 
+def is_private(footpoint) -> bool:
+    """Whether ``footpoint`` asks for a private footpoint (the string "private"), never
+    comparing an array with a string."""
+    return isinstance(footpoint, str) and footpoint == "private"
+
+
 def unused_options(mechanism: str, given: set[str], footpoint) -> ParameterError | None:
     """The refusal of the first option in ``given`` (Python keywords) that has no effect with
     ``mechanism`` and ``footpoint``, or None: ``footpoint_budget`` without a private footpoint,
@@ -171,11 +180,11 @@ def unused_options(mechanism: str, given: set[str], footpoint) -> ParameterError
     may need MCMC. The command line passes the options given explicitly,
     ``private_frechet_mean`` those that differ from their defaults."""
     spec = lookup(mechanism)
-    needs = {"footpoint_budget": (footpoint == "private", "a private footpoint ({footpoint} "
+    needs = {"footpoint_budget": (is_private(footpoint), "a private footpoint ({footpoint} "
                                                            "'private')"),
              "steps": (spec.name == "dp-rgd", "{mechanism} 'dp-rgd'"),
              "lr": (spec.name == "dp-rgd", "{mechanism} 'dp-rgd'"),
-             "allow_approximate": (not spec.always_exact or footpoint == "private",
+             "allow_approximate": (not spec.always_exact or is_private(footpoint),
                                    "a sampler that may need MCMC")}
     for keyword, (used, condition) in needs.items():
         if keyword in given and not used:
@@ -229,7 +238,10 @@ def _records(manifold: Manifold, points) -> tuple[Array | ChunkedSample, int]:
         return x, x.n
     x = manifold.check_point(points)
     if x.ndim != len(manifold.point_shape) + 1:
-        raise ValueError(f"points must have shape (n, {manifold.point_shape}), got {x.shape}")
+        raise ValueError(f"points must have shape (n, {', '.join(map(str, manifold.point_shape))}) "
+                         f"(one point per record), got {x.shape}")
+    if not len(x):
+        raise ValueError("points is empty: a release needs at least one record")
     return x, len(x)
 
 
@@ -324,7 +336,7 @@ def _output_law(req: _Request, opts: _Options):
     the rest goes to the main law (``split_guarantee``)."""
     spec, manifold, center = req.spec, req.manifold, req.center
     main, fp_mech, fp_size = req.target, None, 0
-    if opts.footpoint == "private":
+    if is_private(opts.footpoint):
         eps_fp, main = split_guarantee(req.target, opts.footpoint_budget)
         fp_mech, fp_size = _footpoint_mechanism(manifold, req.n, center, req.radius, eps_fp,
                                                 req.allow_approximate)
@@ -493,7 +505,7 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
                     allow_approximate)
     _check_options(spec, opts, center, radius)
     center = manifold.check_point(center)
-    if opts.footpoint is not None and opts.footpoint != "private":
+    if opts.footpoint is not None and not is_private(opts.footpoint):
         manifold.check_point(opts.footpoint)
     x, n = _records(manifold, points)
     size = _calibration_size(n, sensitivity_size, spec, opts.footpoint)
@@ -525,7 +537,7 @@ def _calibration_size(n: int, sensitivity_size: int | None, spec: Mechanism, foo
     if spec.name == "dp-rgd":
         raise ValueError("sensitivity_size does not apply to mechanism='dp-rgd': DP-RGD divides the "
                          "gradient sum by the number of records, which must then be public")
-    if isinstance(footpoint, str) and footpoint == "private":
+    if is_private(footpoint):
         raise ValueError("sensitivity_size does not apply with footpoint='private': the footpoint's "
                          "subsample size is a share of the number of records, which must be public")
     return size

@@ -40,6 +40,8 @@ def finite_rows(data: Array) -> Array:
     z = np.asarray(data, dtype=float)
     if z.ndim != 2 or z.shape[1] < 2:
         raise ValueError(f"data must be an (n, D) array of vectors with D >= 2, got shape {z.shape}")
+    if not len(z):
+        raise ValueError("data is empty: a release needs at least one record")
     if not np.all(np.isfinite(z)):
         raise ValueError("data contain NaN or infinite values")
     return z

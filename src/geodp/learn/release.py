@@ -143,4 +143,12 @@ def reserved(ledger: BudgetLedger | None, guarantee: Guarantee, label: str) -> A
     """The ledger's reservation of ``guarantee`` as a context manager, taken before any randomness
     is drawn: marked done when the block completes, kept when it raises (noise may have been drawn,
     so the failure itself is an output). Without a ledger, a no-op."""
-    return nullcontext() if ledger is None else ledger.reserve(guarantee, label=label)
+    if ledger is None:
+        return nullcontext()
+    if not callable(getattr(ledger, "reserve", None)):
+        from ..parameters import ParameterTypeError
+
+        raise ParameterTypeError(f"{{ledger}} must be a budget ledger (geodp.privacy.BudgetLedger"
+                                 f"(path, total_epsilon), or MemoryLedger) or None, got "
+                                 f"{type(ledger).__name__}", "ledger")
+    return ledger.reserve(guarantee, label=label)

@@ -263,13 +263,13 @@ def test_footpoint_budget_without_a_sequential_regression_is_refused(tmp_path, c
     m = Sphere(2)
     x = np.linspace(0, 1, 20)
     y = m.exp(np.array([0.0, 0.0, 1.0]), x[:, None] * np.array([0.5, 0.0, 0.0]))
-    with pytest.raises(ValueError, match="footpoint_budget applies to release='sequential' only"):
+    with pytest.raises(ValueError, match="footpoint_budget applies to release 'sequential' only"):
         geodp.private_geodesic_regression(m, x, y, 1.0, 0.5, (0, 1), 1.0, footpoint_budget=0.3)
     np.savez(tmp_path / "r.npz", x=x, y=y)
     assert main(["release", "regression", str(tmp_path / "r.npz"), "--manifold", "sphere:2",
                  "--epsilon", "1", "--tau", "0.5", "--x-range", "0", "1", "--v-max", "1",
                  "--footpoint-budget", "0.3"]) == 2
-    assert "--footpoint-budget applies to --release sequential" in capsys.readouterr().err
+    assert "--footpoint-budget applies to --release 'sequential' only" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------- DP-RGD steps that void a release

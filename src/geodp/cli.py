@@ -561,6 +561,7 @@ def _csv_width(width: int) -> Manifold:
 
 def cmd_release_regression(args: argparse.Namespace) -> None:
     from .learn import private_geodesic_regression
+    from .learn.regression import unused_regression_options
 
     x, y, manifold, shipped_range = read_regression(args.data, _manifold_arg(args.manifold))
     x_range = tuple(args.x_range) if args.x_range is not None else shipped_range
@@ -568,9 +569,10 @@ def cmd_release_regression(args: argparse.Namespace) -> None:
         raise SystemExit("--x-range LO HI is required: a public range of the covariate (not "
                          "computed from the data)")
     center = None if args.center is None else read_center(args.center, manifold)
-    if args.footpoint_budget is not None and args.release != "sequential":
-        raise SystemExit("error: --footpoint-budget applies to --release sequential only; it would "
-                         "have no effect on the joint release: leave it out")
+    refusal = unused_regression_options(args.release, {"footpoint_budget"}
+                                        if args.footpoint_budget is not None else set())
+    if refusal is not None:
+        raise refusal
     ledger = open_ledger(args.ledger)
     with flag_spelling(), spelled_warnings() as caught:
         rel = private_geodesic_regression(manifold, x, y, args.epsilon, args.tau, x_range, args.v_max,

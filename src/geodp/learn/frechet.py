@@ -12,7 +12,7 @@ from ..manifolds import Manifold
 from ..manifolds.base import Array, as_generator, manifold_first
 from ..mechanisms import NotNormalisableError, RiemannianLaplace
 from ..mechanisms.registry import Mechanism, lookup
-from ..parameters import ParameterError, Spelled, literal
+from ..parameters import ParameterError, Spelled, literal, option_without_effect
 from ..privacy.conversions import check_count
 from ..privacy import (GDP, RDP, ApproxDP, BudgetLedger, Guarantee, PureDP, gdp_to_pure_equivalent)
 from ..privacy.conversions import check_number, check_positive
@@ -186,12 +186,7 @@ def unused_options(mechanism: str, given: set[str], footpoint) -> ParameterError
              "lr": (spec.name == "dp-rgd", "{mechanism} 'dp-rgd'"),
              "allow_approximate": (not spec.always_exact or is_private(footpoint),
                                    "a sampler that may need MCMC")}
-    for keyword, (used, condition) in needs.items():
-        if keyword in given and not used:
-            return ParameterError(f"{{{keyword}}} applies to {condition} only; it would have no "
-                                  f"effect on this '{spec.name}' release: leave it out", keyword,
-                                  "mechanism", "footpoint")
-    return None
+    return option_without_effect(given, needs, f"'{spec.name}'", "mechanism", "footpoint")
 
 
 def _check_options(spec: Mechanism, opts: _Options, center, radius) -> None:

@@ -11,7 +11,7 @@ from ..manifolds import Manifold
 from ..manifolds.base import Array, as_generator, manifold_first
 from ..mechanisms.kng import BundleDomain, KNormGradient, check_max_steps, sample_bundle
 from ..privacy import BudgetLedger, PureDP
-from ..parameters import ParameterError, literal
+from ..parameters import ParameterError, literal, option_without_effect
 from ..privacy.conversions import check_positive
 from ..statistics import ConvergenceWarning
 from ..statistics.regression import RegressionSample, fit_regression, regression_gradient
@@ -51,6 +51,14 @@ def is_compact(manifold: Manifold) -> bool:
     """Positively curved with a finite injectivity radius (spheres, Kendall's shape space): the
     footpoint domain may then be the whole space."""
     return bool(np.isfinite(manifold.injectivity_radius) and manifold.curvature_bounds[0] > 0)
+
+
+def unused_regression_options(release: str, given: set[str]) -> ParameterError | None:
+    """The refusal of an option in ``given`` without effect on ``release`` (``footpoint_budget``
+    without the sequential release), or None (``parameters.option_without_effect``)."""
+    return option_without_effect(given, {"footpoint_budget": (release == "sequential",
+                                                              "{release} 'sequential'")},
+                                 f"'{release}'", "release")
 
 
 def _domain_ball(manifold: Manifold, center, radius) -> tuple[Array, float | None]:
@@ -232,9 +240,10 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     lo, hi = _check_range(x_range)
     data, outside = _records_in_range(manifold, x, y, lo, hi, clip_data)
     center, radius = _domain_ball(manifold, center, radius)
-    if release == "joint" and footpoint_budget != 0.5:
-        raise ValueError("footpoint_budget applies to release='sequential' only; it would have no "
-                         "effect on the joint release: leave it out")
+    refusal = unused_regression_options(release, {"footpoint_budget"} if footpoint_budget != 0.5
+                                        else set())
+    if refusal is not None:
+        raise refusal
     if release == "sequential" and not 0 < footpoint_budget < 1:
         raise ValueError(f"footpoint_budget must lie in (0, 1), got {footpoint_budget}")
     check_max_steps(max_steps, burn_in + KEPT_STEPS)  # before the ledger reserves anything

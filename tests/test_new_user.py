@@ -359,6 +359,7 @@ REGRESSION = ["release", "regression", "{tmp}/r.npz", "--manifold", "sphere:2", 
     (["audit", "laplace", "--epsilon", 1, "--confidence", 1.5], "--confidence must lie in (0, 1)"),
     (["audit", "laplace", "--epsilon", -1], "--epsilon must be positive and finite"),
     (["audit", "kng-mean", "--epsilon", 1, "--n", 0], "--n must be a positive integer"),
+    (["audit", "kng-mean", "--epsilon", 1, "--radius", 2], "the data --radius must satisfy 0 <"),
     (["audit", "wrapped-gaussian", "--manifold", "spd:2", "--mu", 1, "--delta", 1e-5],
      "needs exactly one of: --epsilon and --delta > 0 ((epsilon, delta)-DP); --mu alone (mu-GDP); "
      "--rdp-alpha with --rdp-epsilon (Rényi DP); got --delta, --mu"),

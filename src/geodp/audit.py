@@ -34,6 +34,7 @@ from .manifolds.base import Array, as_generator
 from .parameters import ParameterError
 from .manifolds.capabilities import has
 from .privacy.conversions import check_count, check_positive
+from .statistics.sensitivity import check_assumption_1
 
 Sampler = Callable[[int, np.random.Generator], Array]
 
@@ -186,6 +187,7 @@ def kng_mean_neighbours(manifold: Manifold, center: Array, radius: float,
     moves the risk's gradient by the most the data ball allows). Returns D, D' and the unit
     direction of that geodesic at ``center``."""
     n = check_count("n", n, 1)
+    check_assumption_1(manifold, radius)  # so 2 radius lies below the injectivity radius
     near, far, direction = neighbouring_footpoints(manifold, center, 2.0 * radius)
     rest = np.broadcast_to(manifold.check_point(center), (n - 1,) + near.shape)
     return np.concatenate([rest, far[None]]), np.concatenate([rest, near[None]]), direction

@@ -69,3 +69,61 @@ def test_render_text_aligns_columns_and_names_missing_values():
     assert out.splitlines() == ["value:", "  [     1   -22.5]", "  [300.25       4]",
                                 "guarantee: 1-DP (replace-one)", "public parameters:", "  n: 3",
                                 "  ball: (none)", "warnings: (none)"]
+
+
+def _both(capsys, argv: list[str]) -> tuple[dict, list[str]]:
+    """The JSON output of ``geodp argv`` and its ``--format text`` lines."""
+    assert main(argv) == 0
+    public = json.loads(capsys.readouterr().out)
+    assert main(argv + ["--format", "text"]) == 0
+    return public, capsys.readouterr().out.splitlines()
+
+
+def test_budget_init_show_and_history_as_text(tmp_path, capsys):
+    ledger = str(tmp_path / "l.db")
+    assert main(["budget", "init", "--ledger", ledger, "--epsilon", "5", "--format", "text"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "total_epsilon: 5" in lines and "remaining_epsilon: 5" in lines
+    assert main(MEAN + ["--ledger", ledger]) == 0
+    capsys.readouterr()
+    public, lines = _both(capsys, ["budget", "history", "--ledger", ledger])
+    entry = public["entries"][0]
+    at = lines.index(f"  - id: {entry['id']}")
+    assert lines[at - 1] == "entries:" and f"    guarantee: {entry['guarantee']}" in lines[at:]
+    assert f"remaining_epsilon: {public['remaining_epsilon']:.6g}" in lines
+    public, lines = _both(capsys, ["budget", "show", "--ledger", ledger])
+    assert f"spent_epsilon: {public['spent_epsilon']:.6g}" in lines and "entries:" not in lines
+
+
+def test_audit_as_text_states_claim_bound_and_verdict(capsys):
+    public, lines = _both(capsys, ["audit", "laplace", "--epsilon", "1", "--samples", "2000",
+                                   "--seed", "0", "--quiet"])
+    assert lines[:2] == ["mechanism: laplace", "manifold: Sphere(2)"]
+    assert "claimed:" in lines and "  epsilon: 1" in lines
+    assert f"audited_lower_bound: {public['audited_lower_bound']:.6g}" in lines
+    assert f"verdict: {public['verdict']}" in lines
+
+
+def test_datasets_as_text_one_block_per_data_set(capsys):
+    public, lines = _both(capsys, ["datasets"])
+    names = [line[len("  - name: "):] for line in lines if line.startswith("  - name: ")]
+    assert names == [row["name"] for row in public["datasets"]]
+    first = public["datasets"][0]
+    assert lines[1:4] == [f"  - name: {first['name']}", f"    manifold: {first['manifold']}",
+                          f"    n: {first['n']}"]
+
+
+def test_every_subcommand_that_prints_json_takes_format_text():
+    from geodp.cli import build_parser
+
+    def leaves(parser, path=()):
+        subs = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+        if not subs:
+            yield path, parser
+        for action in subs:
+            for name, child in action.choices.items():
+                yield from leaves(child, path + (name,))
+
+    for path, parser in leaves(build_parser()):
+        formats = [a for a in parser._actions if "--format" in a.option_strings]
+        assert formats and formats[0].choices == ("json", "text"), path

@@ -99,4 +99,4 @@ def test_cli_release_regression_on_the_trilobites(capsys):
     assert "no covariate" in capsys.readouterr().err
     assert main(["release", "regression", "trilobites", "--epsilon", "1", "--tau", "0.5",
                  "--v-max", "0.5", "--max-steps", "100"]) == 2
-    assert "max_steps (100) must be at least" in capsys.readouterr().err
+    assert "--max-steps = 100 must be at least" in capsys.readouterr().err

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from .learn import Release, private_frechet_mean, private_geodesic_regression
@@ -18,16 +19,5 @@ _SUBMODULES = {"audit", "chunked", "cli", "datasets", "estimators", "experiments
                "manifolds", "mechanisms", "parameters", "privacy", "progress", "statistics"}
 
 
-def __getattr__(name: str) -> Any:
-    if name in _FROM_LEARN:
-        value = getattr(importlib.import_module(".learn", __name__), name)
-    elif name in _SUBMODULES:
-        value = importlib.import_module(f".{name}", __name__)
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | _FROM_LEARN | _SUBMODULES)
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), dict.fromkeys(_FROM_LEARN, ".learn"),
+                                       _SUBMODULES)

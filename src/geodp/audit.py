@@ -31,7 +31,10 @@ from scipy import special, stats
 
 from .manifolds import Manifold
 from .manifolds.base import Array, as_generator
-from .privacy.conversions import check_count
+from .parameters import ParameterError
+from .manifolds.capabilities import has
+from .privacy.conversions import check_count, check_positive
+from .statistics.sensitivity import check_assumption_1
 
 Sampler = Callable[[int, np.random.Generator], Array]
 
@@ -115,7 +118,7 @@ def audit_mechanism(sample_d: Sampler, sample_d_prime: Sampler, statistic: Calla
     """
     n = check_count("n_samples", n_samples, 10)
     if not 0 < confidence < 1:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+        raise ParameterError(f"{{confidence}} must lie in (0, 1), got {confidence}", "confidence")
     if not 0 <= delta < 1:
         raise ValueError(f"delta must lie in [0, 1), got {delta}")
     if rdp_order is not None and not rdp_order > 1:
@@ -173,7 +176,9 @@ def neighbouring_footpoints(manifold: Manifold, center: Array,
                             sensitivity: float) -> tuple[Array, Array, Array]:
     """Two footpoints at distance ``sensitivity`` along a geodesic through ``center``, and the unit
     tangent direction at ``center``: the worst case of a Fréchet-mean release whose sensitivity
-    is that distance (the outputs on neighbouring data sets differ by at most it).
+    is that distance (the outputs on neighbouring data sets differ by at most it). A
+    ``sensitivity`` beyond the injectivity radius is refused: the geodesic no longer minimises
+    there, so the two footpoints would be closer than claimed.
 
     Examples
     --------
@@ -185,6 +190,13 @@ def neighbouring_footpoints(manifold: Manifold, center: Array,
     >>> round(float(m.dist(a, b)), 6)
     0.1
     """
+    sensitivity = check_positive("sensitivity", sensitivity)
+    inj = manifold.injectivity_radius if has(manifold, "injectivity_radius") else math.inf
+    if sensitivity > inj:
+        raise ParameterError(f"{{sensitivity}} = {sensitivity:g} exceeds the injectivity radius "
+                             f"{inj:.6g} of {manifold!r}: no two points along a geodesic through "
+                             f"the center are that far apart, so the audit would test other "
+                             f"neighbours than the claim's", "sensitivity")
     center = manifold.check_point(center)
     direction = manifold.from_coords(center, np.eye(manifold.dim)[0])
     half = 0.5 * sensitivity * direction
@@ -251,6 +263,8 @@ def kng_mean_neighbours(manifold: Manifold, center: Array, radius: float,
     >>> d.shape, int(np.sum(np.any(d != d_prime, axis=-1)))   # one record differs
     ((10, 3), 1)
     """
+    n = check_count("n", n, 1)
+    check_assumption_1(manifold, radius)  # so 2 radius lies below the injectivity radius
     near, far, direction = neighbouring_footpoints(manifold, center, 2.0 * radius)
     rest = np.broadcast_to(manifold.check_point(center), (n - 1,) + near.shape)
     return np.concatenate([rest, far[None]]), np.concatenate([rest, near[None]]), direction
@@ -299,6 +313,7 @@ def kng_regression_neighbours(manifold: Manifold, center: Array, n: int, x_bound
     >>> x.shape, y.shape, y_prime.shape
     ((2,), (2, 2), (2, 2))
     """
+    n = check_count("n", n, 1)
     center = manifold.check_point(center)
     moved = manifold.exp(center, separation * manifold.from_coords(center, np.eye(manifold.dim)[0]))
     y = np.broadcast_to(center, (n,) + center.shape)

@@ -113,8 +113,9 @@ def _text_lines(key: str, value, indent: int = 0) -> list[str]:
             return [f"{pad}{key}: (none)"]
         lines = [f"{pad}{key}:"]
         for v in value:
-            if isinstance(v, dict):
-                lines += _text_lines("-", v, indent + 2)
+            if isinstance(v, dict) and v:  # one item's fields under its dash, aligned
+                item = [line for k, w in v.items() for line in _text_lines(str(k), w, indent + 4)]
+                lines += [f"{pad}  - {item[0][indent + 4:]}"] + item[1:]
             else:
                 lines.append(f"{pad}  - {v}")
         return lines
@@ -211,15 +212,22 @@ def _read_chunked(source: str, manifold: Manifold):
     return points
 
 
-def _read_npy(source: str, shape: tuple[int, ...]) -> np.ndarray:
-    """The (n, *shape) array of a .npy file, float64 or float32 (kept, see ``read_points``)."""
+def load_npy(source: str, mmap_mode: str | None = None) -> np.ndarray:
+    """``numpy.load`` of a .npy file without pickles; a one-line error for an empty or unreadable
+    file."""
     import numpy as np
     try:
-        x = np.load(source, allow_pickle=False)
+        return np.load(source, mmap_mode=mmap_mode, allow_pickle=False)
     except EOFError:
         raise SystemExit(f"error: {source!r} is empty (zero bytes): not a .npy array") from None
     except (OSError, ValueError) as exc:
         raise SystemExit(f"error: cannot read {source!r} as a .npy array: {exc}") from None
+
+
+def _read_npy(source: str, shape: tuple[int, ...]) -> np.ndarray:
+    """The (n, *shape) array of a .npy file, float64 or float32 (kept, see ``read_points``)."""
+    import numpy as np
+    x = load_npy(source)
     if x.shape[1:] != shape or x.ndim != len(shape) + 1:
         raise SystemExit(f"error: {source!r} holds an array of shape {x.shape}; the manifold "
                          f"needs (n, {', '.join(map(str, shape))}): one point per record")
@@ -342,7 +350,7 @@ def cmd_datasets(args: argparse.Namespace) -> None:
         rows.append({"name": name, "manifold": repr(ds.manifold), "n": len(ds.points),
                      "public_ball": ds.has_public_ball,
                      "description": ds.description, "source": ds.source})
-    emit({"datasets": rows})
+    emit({"datasets": rows}, args.format)
 
 
 def read_center(spec: str, manifold: Manifold, option: str = "--center") -> np.ndarray:
@@ -406,14 +414,28 @@ def open_ledger(path: str | None):
     return BudgetLedger(path)
 
 
-#: Python keywords whose command-line flag is not their own name.
-FLAGS = {"rng": "--seed"}
+#: Python keywords whose command-line flag is not their own name (``--epsilon`` and ``--delta``
+#: of ``geodp budget init`` are the ledger's ``total_epsilon`` and ``total_delta``).
+FLAGS = {"rng": "--seed", "total_epsilon": "--epsilon", "total_delta": "--delta",
+         "n_samples": "--samples", "rdp": "--rdp-alpha with --rdp-epsilon"}
 
 
 def flag(keyword: str) -> str:
     """The command-line flag of a Python keyword: ``clip_data=True`` -> ``--clip-data``,
     ``x_range`` -> ``--x-range``, ``rng`` -> ``--seed``."""
     return FLAGS.get(keyword, "--" + keyword.removesuffix("=True").replace("_", "-"))
+
+
+def command_spelling(parser: argparse.ArgumentParser, argv: list[str]):
+    """How the subcommand that ``argv`` runs spells a Python keyword in its errors: as its flag
+    where the subcommand has that flag, as the keyword itself otherwise (a parameter the
+    library sets, such as a mechanism's noise ``scale``, has no flag to name)."""
+    for token in argv:  # down the subcommands named in argv (geodp release mean ...)
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if subs and token in subs[0].choices:
+            parser = subs[0].choices[token]
+    flags = {s for action in parser._actions for s in action.option_strings}
+    return lambda keyword: flag(keyword) if flag(keyword).split()[0] in flags else keyword
 
 
 @contextmanager
@@ -447,6 +469,14 @@ def spelled_warnings() -> Iterator[list[str]]:
         caught.append(str(message))
 
 
+def published(rel, caught: list[str], args: argparse.Namespace, ledger) -> dict:
+    """A release's output: the warnings caught (``spelled_warnings``), the release with its
+    caveats spelled as flags (diagnostics with --diagnostics) and the ledger's remaining budget."""
+    rel = replace(rel, caveats=tuple(c.spelled(flag) for c in rel.caveats))
+    return {"warnings": caught, **rel.as_dict(diagnostics=args.diagnostics),
+            **ledger_remaining(ledger)}
+
+
 def ledger_remaining(ledger) -> dict:
     """The ledger's remaining budget after a release, for its JSON output ({} without one)."""
     if ledger is None:
@@ -471,7 +501,8 @@ def cmd_release_mean(args: argparse.Namespace) -> None:
     rdp = None if args.rdp_alpha is None else (args.rdp_alpha, args.rdp_epsilon)
     given = {k: getattr(args, k) for k in ("footpoint_budget", "steps", "lr")
              if getattr(args, k) is not None}
-    refusal = unused_options(args.mechanism, set(given), footpoint)
+    flags = {"allow_approximate"} if args.allow_approximate else set()
+    refusal = unused_options(args.mechanism, set(given) | flags, footpoint)
     if refusal is not None:
         raise refusal
     with dask_cluster(args), flag_spelling(), spelled_warnings() as caught:
@@ -482,10 +513,8 @@ def cmd_release_mean(args: argparse.Namespace) -> None:
                                    tangent_sensitivity=args.tangent_sensitivity,
                                    allow_approximate=args.allow_approximate, secure=args.secure,
                                    **given)
-    rel = replace(rel, caveats=tuple(c.spelled(flag) for c in rel.caveats))
     emit({"manifold": repr(manifold), "data": args.data, "radius": radius, "ball": origin,
-          "warnings": caught, **rel.as_dict(diagnostics=args.diagnostics),
-          **ledger_remaining(ledger)}, args.format)
+          **published(rel, caught, args, ledger)}, args.format)
 
 
 def read_regression(source: str, manifold: Manifold | None) -> tuple[np.ndarray, np.ndarray, Manifold,
@@ -532,6 +561,7 @@ def _csv_width(width: int) -> Manifold:
 
 def cmd_release_regression(args: argparse.Namespace) -> None:
     from .learn import private_geodesic_regression
+    from .learn.regression import unused_regression_options
 
     x, y, manifold, shipped_range = read_regression(args.data, _manifold_arg(args.manifold))
     x_range = tuple(args.x_range) if args.x_range is not None else shipped_range
@@ -539,11 +569,12 @@ def cmd_release_regression(args: argparse.Namespace) -> None:
         raise SystemExit("--x-range LO HI is required: a public range of the covariate (not "
                          "computed from the data)")
     center = None if args.center is None else read_center(args.center, manifold)
-    if args.footpoint_budget is not None and args.release != "sequential":
-        raise SystemExit("error: --footpoint-budget applies to --release sequential only; it would "
-                         "have no effect on the joint release: leave it out")
+    refusal = unused_regression_options(args.release, {"footpoint_budget"}
+                                        if args.footpoint_budget is not None else set())
+    if refusal is not None:
+        raise refusal
     ledger = open_ledger(args.ledger)
-    with flag_spelling():
+    with flag_spelling(), spelled_warnings() as caught:
         rel = private_geodesic_regression(manifold, x, y, args.epsilon, args.tau, x_range, args.v_max,
                                           center=center, radius=args.radius, rng=args.seed,
                                           release=args.release, clip_data=args.clip_data, ledger=ledger,
@@ -552,7 +583,7 @@ def cmd_release_regression(args: argparse.Namespace) -> None:
                                           max_steps=args.max_steps,
                                           allow_approximate=args.allow_approximate)
     emit({"manifold": repr(manifold), "data": args.data, "n": len(x),
-          **rel.as_dict(diagnostics=args.diagnostics), **ledger_remaining(ledger)}, args.format)
+          **published(rel, caught, args, ledger)}, args.format)
 
 
 PCA_SPACES = ("sphere:{last} (the leading eigenvector) or grassmann:{d}xK (the top-K principal "
@@ -562,18 +593,14 @@ PCA_SPACES = ("sphere:{last} (the leading eigenvector) or grassmann:{d}xK (the t
 def _row_length(source: str) -> int:
     """The length of a file's rows, from a .npy header or a CSV's first line (``read_points``
     then checks every row, and names a missing file or another type)."""
-    import numpy as np
     path = Path(source)
-    if path.suffix == ".npy" and path.exists():
-        try:
-            shape = np.load(path, mmap_mode="r", allow_pickle=False).shape
-        except (OSError, ValueError) as exc:
-            raise SystemExit(f"error: cannot read {source!r} as a .npy array: {exc}") from None
+    if path.suffix == ".npy" and path.is_file():
+        shape = load_npy(source, mmap_mode="r").shape
         if len(shape) != 2:
             raise SystemExit(f"error: PCA needs vectors: {source!r} holds an array of shape "
                              f"{shape}, not one vector per row")
         return shape[1]
-    if path.suffix == ".csv" and path.exists():
+    if path.suffix == ".csv" and path.is_file():
         return len(next(iter(csv_rows(source)), [""]))
     return 1
 
@@ -609,12 +636,12 @@ def cmd_release_pca(args: argparse.Namespace) -> None:
                          f"{PCA_SPACES.format(last=d - 1, d=d)}")
     estimator = private_pca if len(shape) == 1 else private_principal_subspace
     ledger = open_ledger(args.ledger)
-    with flag_spelling():
+    with flag_spelling(), spelled_warnings() as caught:
         rel = estimator(manifold, points, args.epsilon, args.delta, args.norm_bound,
                         steps=args.steps, lr=args.lr, clip_data=args.clip_data, rng=args.seed,
                         ledger=ledger, secure=args.secure)
     emit({"manifold": repr(manifold), "data": args.data, "dimension": d,
-          **rel.as_dict(diagnostics=args.diagnostics), **ledger_remaining(ledger)}, args.format)
+          **published(rel, caught, args, ledger)}, args.format)
 
 
 def _audit_claim(args: argparse.Namespace, notions: tuple[str, ...]):
@@ -623,14 +650,15 @@ def _audit_claim(args: argparse.Namespace, notions: tuple[str, ...]):
     from .learn.frechet import target_guarantee
     from .privacy import GDP, RDP, ApproxDP
 
+    if (args.rdp_alpha is None) != (args.rdp_epsilon is None):
+        raise SystemExit("error: --rdp-alpha and --rdp-epsilon go together")
     rdp = None if args.rdp_alpha is None else (args.rdp_alpha, args.rdp_epsilon)
-    try:
-        target = target_guarantee(args.mechanism, notions, args.epsilon, args.delta, args.mu, rdp)
-    except ValueError:
+    if all(v is None for v in (args.epsilon, args.delta, args.mu, rdp)):
         flags = {"epsilon": "--epsilon", "epsilon-delta": "--epsilon with --delta", "mu": "--mu",
                  "rdp": "--rdp-alpha with --rdp-epsilon"}
         raise SystemExit(f"error: auditing the {args.mechanism} mechanism needs a claim: "
-                         f"{', or '.join(flags[n] for n in notions)}") from None
+                         f"{', or '.join(flags[n] for n in notions)}")
+    target = target_guarantee(args.mechanism, notions, args.epsilon, args.delta, args.mu, rdp)
     if isinstance(target, GDP):
         return target, {"mu": target.mu}, {}
     if isinstance(target, ApproxDP):
@@ -729,7 +757,8 @@ def cmd_audit(args: argparse.Namespace) -> None:
     audited, claimed, ceiling = _audited(claim, result)
     emit({"mechanism": args.mechanism, "manifold": repr(manifold), "sensitivity": sensitivity,
           "claimed": claim, "audited_lower_bound": audited, **result.as_dict(),
-          "largest_certifiable_bound": ceiling, "verdict": verdict(audited, claimed, ceiling, "delta" in claim)})
+          "largest_certifiable_bound": ceiling,
+          "verdict": verdict(audited, claimed, ceiling, "delta" in claim)}, args.format)
 
 
 #: the paper reproductions: command name -> (module in geodp.experiments, short help, long help,
@@ -781,7 +810,7 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise SystemExit(f"error: --out {args.out!r} is a file; give a directory")
     if args.paper != "all":
-        emit(reproduce(args.paper, Path(args.out), args.reps, args.seed, args.quick))
+        emit(reproduce(args.paper, Path(args.out), args.reps, args.seed, args.quick), args.format)
         return
     results = {}
     for name, spec in REPRODUCTIONS.items():
@@ -791,7 +820,7 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
                                                        "png_note") if key in summary}
         if verdicts:
             results[name]["verdicts"] = {v: verdicts.count(v) for v in dict.fromkeys(verdicts)}
-    emit({"quick": args.quick, "seed": args.seed, "reproductions": results})
+    emit({"quick": args.quick, "seed": args.seed, "reproductions": results}, args.format)
 
 
 def cmd_budget(args: argparse.Namespace) -> None:
@@ -820,7 +849,7 @@ def cmd_budget(args: argparse.Namespace) -> None:
     if args.action == "history":
         out["entries"] = [{**e, "reserved_at": _iso(e["reserved_at"]), "done_at": _iso(e["done_at"])}
                           for e in ledger.history()]
-    emit(out)
+    emit(out, args.format)
 
 
 def _iso(timestamp: float | None) -> str | None:
@@ -899,7 +928,7 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     p = rsub.add_parser("mean", formatter_class=HELP, parents=[RELEASE, DASK],
                         help="a differentially private Fréchet mean",
                         description="Release the Fréchet mean of the data with a privacy "
-                                    "guarantee; prints the release and its guarantee as JSON.")
+                                    "guarantee; prints the release and its guarantee as JSON (or text: --format text).")
     p.add_argument("data", help="a .npy/.csv file or a built-in data set name")
     p.add_argument("--manifold", help=SPEC_HELP)
     p.add_argument("--mechanism", default="laplace",
@@ -933,7 +962,7 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                         help="a differentially private geodesic regression (K-norm gradient)",
                         description="Release the footpoint and shooting vector of a geodesic "
                                     "regression with epsilon-DP (Kulkarni & Soto, in a sound form); "
-                                    "prints JSON.")
+                                    "prints JSON (or text: --format text).")
     p.add_argument("data", help="a built-in data set with a covariate (trilobites), an .npz file "
                                 "(arrays x, y) or a .csv file (covariate, then the point)")
     p.add_argument("--manifold", help=SPEC_HELP)
@@ -959,7 +988,7 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                         description="Release the leading eigenvector (on the sphere) or the top-K "
                                     "principal subspace (on the Grassmann manifold) of (1/n) sum_i "
                                     "z_i z_i^T by DP Riemannian gradient descent (Han et al., "
-                                    "Section 5.1); prints the release as JSON.")
+                                    "Section 5.1); prints the release as JSON (or text: --format text).")
     p.add_argument("data", help="a .npy/.csv file of vectors (one per row) or a built-in data set")
     p.add_argument("--manifold",
                    help="where the release lives, for rows of length D: "
@@ -980,13 +1009,14 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     quick_help = ("smoke test: a few sample sizes or budgets and few replicates, each "
                   "reproduction in seconds (not the paper's counts; summary.md says so)")
     for name, (_, short, long, reps) in REPRODUCTIONS.items():
-        p = rsub.add_parser(name, formatter_class=HELP, parents=[QUIET], help=short, description=long)
+        p = rsub.add_parser(name, formatter_class=HELP, parents=[QUIET, FORMAT], help=short,
+                            description=long)
         p.add_argument("--reps", type=int, default=reps, help="replicates per point")
         p.add_argument("--out", default=f"out/{name}", help="output directory")
         p.add_argument("--seed", type=int, default=0, help="random seed")
         p.add_argument("--quick", action="store_true", help=quick_help)
         p.set_defaults(func=cmd_reproduce)
-    p = rsub.add_parser("all", formatter_class=HELP, parents=[QUIET],
+    p = rsub.add_parser("all", formatter_class=HELP, parents=[QUIET, FORMAT],
                         help="all four reproductions, each at its default --reps",
                         description="Run every reproduction (" + ", ".join(REPRODUCTIONS) + "), each "
                                     "into its own directory under --out, at its default --reps; "
@@ -996,7 +1026,8 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help=quick_help)
     p.set_defaults(func=cmd_reproduce)
 
-    p = sub.add_parser("budget", formatter_class=HELP, help="create or inspect a privacy budget ledger",
+    p = sub.add_parser("budget", formatter_class=HELP, parents=[FORMAT],
+                       help="create or inspect a privacy budget ledger",
                        description="Create (init), summarise (show) or list (history) a persistent "
                                    "privacy budget ledger.")
     p.add_argument("action", choices=["init", "show", "history"])
@@ -1005,11 +1036,11 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--delta", type=float, default=0.0, help="total delta (init only)")
     p.set_defaults(func=cmd_budget)
 
-    p = sub.add_parser("audit", formatter_class=HELP, parents=[QUIET],
+    p = sub.add_parser("audit", formatter_class=HELP, parents=[QUIET, FORMAT],
                        help="audit a mechanism: an empirical lower bound on its privacy parameter",
                        description="Draw from a mechanism on two neighbouring inputs (footpoints at "
                                    "distance --sensitivity) and print a rigorous lower bound on its "
-                                   "epsilon (or mu), next to the claim, as JSON.")
+                                   "epsilon (or mu), next to the claim, as JSON (or text: --format text).")
     p.add_argument("mechanism", choices=[name for name, m in MECHANISMS.items()
                                          if m.perturbs == "output"]
                    + ["dp-rgd-step", "kng-mean", "kng-regression"])
@@ -1036,7 +1067,8 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help="seed (default: OS entropy)")
     p.set_defaults(func=cmd_audit)
 
-    p = sub.add_parser("datasets", formatter_class=HELP, help="list the built-in real data sets",
+    p = sub.add_parser("datasets", formatter_class=HELP, parents=[FORMAT],
+                       help="list the built-in real data sets",
                        description="List the real data sets shipped with geodp.")
     p.set_defaults(func=cmd_datasets)
     return parser
@@ -1048,22 +1080,22 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if all(a.startswith("-") for a in argv):  # no subcommand: help, version or a usage error
         build_parser(commands=False).parse_args(argv)  # exits
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
 
     import sqlite3
 
-    from .parameters import ParameterError
+    from .parameters import Spelled
     from .privacy import BudgetExceededError
     from .progress import showing
 
     try:
         with showing(not getattr(args, "quiet", False)):
             args.func(args)
-    except ParameterError as exc:
-        message = f"error: {exc.spelled(flag)}"
     except (ValueError, TypeError, OSError, RuntimeError, ArithmeticError, sqlite3.Error,
-            BudgetExceededError) as exc:
-        message = f"error: {exc}"
+            BudgetExceededError) as exc:  # a refusal naming parameters names them as flags
+        spelled = exc.spelled(command_spelling(parser, argv)) if isinstance(exc, Spelled) else exc
+        message = f"error: {spelled}"
     except SystemExit as exc:
         if not isinstance(exc.code, str):
             raise

@@ -58,7 +58,9 @@ from .learn.private_ball import BALL_SHARES, private_ball, private_ball_class_me
 from .learn.tangent import private_tangent_logistic, softmax, tangent_features
 from .manifolds import Manifold
 from .manifolds.spec import manifold_for_data
+from .parameters import ParameterError
 from .privacy import ApproxDP, BudgetLedger, MemoryLedger, PureDP
+from .privacy.conversions import check_count, check_positive
 from .learn.release import reserved
 from .statistics import frechet_mean
 from .statistics.regression import fitted_points
@@ -87,7 +89,7 @@ def as_generator(random_state) -> np.random.Generator:
     if random_state is None or isinstance(random_state, np.random.Generator):
         return np.random.default_rng(random_state)
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
-        return np.random.default_rng(int(random_state))
+        return np.random.default_rng(check_count("random_state", random_state))
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(0, 2**31 - 1, size=4))
     raise ValueError(f"random_state must be None, an int, a numpy RandomState or Generator, got "
@@ -122,7 +124,7 @@ def _ball(est: BaseEstimator) -> tuple[np.ndarray, float]:
                          f"possible record, fixed without looking at the data) is required")
     m: Manifold = est.manifold_
     center = m.origin() if est.center is None else m.check_point(np.asarray(est.center, float))
-    return center, float(est.radius)
+    return center, check_positive("radius", est.radius)
 
 
 def _labelled_records(est: BaseEstimator, X, y) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
@@ -320,6 +322,10 @@ class PrivateFrechetMean(TransformerMixin, BaseEstimator):
         """Records ``(n, *point_shape)`` Exp_mean of the tangent vectors with coordinates X (n, dim)."""
         check_is_fitted(self)
         X = np.asarray(X, dtype=float)
+        dim = self.manifold_.dim
+        if X.ndim != 2 or X.shape[1] != dim:
+            raise ValueError(f"X must hold the {dim} tangent coordinates of each record, shape "
+                             f"(n, {dim}), got shape {X.shape}")
         return self.manifold_.exp(self.mean_, self.manifold_.from_coords(self.mean_, X))
 
 
@@ -872,7 +878,15 @@ class PrivatePCA(TransformerMixin, BaseEstimator):
 
     def _centred(self, X, reset: bool) -> np.ndarray:
         X = _sk_validate(self, X, reset=reset, dtype=np.float64)
-        return X if self.center is None else X - np.asarray(self.center, dtype=float)
+        return X if self.center is None else X - self._center(X.shape[1])
+
+    def _center(self, width: int) -> np.ndarray:
+        """The public ``center`` (width,), refused by name if it has another shape."""
+        center = np.asarray(self.center, dtype=float)
+        if center.shape != (width,):
+            raise ParameterError(f"{{center}} must hold one value per feature, shape ({width},), "
+                                 f"got shape {center.shape}", "center")
+        return center
 
     def fit(self, X, y=None) -> "PrivatePCA":
         """Release the components of X, array (n, D); y is ignored."""
@@ -904,5 +918,9 @@ class PrivatePCA(TransformerMixin, BaseEstimator):
     def inverse_transform(self, X) -> np.ndarray:
         """Points (n, D) of the subspace: X @ ``components_`` + center."""
         check_is_fitted(self)
-        out = np.asarray(X, dtype=float) @ self.components_
-        return out if self.center is None else out + np.asarray(self.center, dtype=float)
+        X = np.asarray(X, dtype=float)
+        if X.ndim != 2 or X.shape[1] != self.n_components_:
+            raise ValueError(f"X must hold {self.n_components_} scores per row, shape (n, "
+                             f"{self.n_components_}), got shape {X.shape}")
+        out = X @ self.components_
+        return out if self.center is None else out + self._center(self.components_.shape[1])

@@ -202,7 +202,8 @@ def private_class_means(manifold: Manifold, points: Array, labels: Array, classe
     frechet_mean_sensitivity(manifold, radius, 1)  # Assumption 1, before anything is charged
     x = manifold.check_point(points)
     if x.ndim != len(manifold.point_shape) + 1:
-        raise ValueError(f"points must have shape (n, {manifold.point_shape}), got {x.shape}")
+        raise ValueError(f"points must have shape (n, {', '.join(map(str, manifold.point_shape))}) "
+                         f"(one point per record), got {x.shape}")
     codes, k = _encode(labels, classes, len(x))
     x, clipped = enforce_ball(manifold, x, center, radius, clip_data)
     rng, public = as_generator(rng), class_sizes == "public"

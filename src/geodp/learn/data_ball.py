@@ -135,8 +135,8 @@ def enforce_ball(manifold: Manifold, points: Array | ChunkedSample, center: Arra
     if not clip_data:
         raise RecordsOutsideBound(count, n, f"points lie outside the ball of radius {radius:g} "
                                   f"around the center", "move them onto the boundary",
-                                  "choose a larger public radius (fixed without looking at the "
-                                  "data)")
+                                  "choose a larger public {radius} (fixed without looking at "
+                                  "the data)")
     if chunked:
         clipped = points.map_points(lambda x: into_ball(manifold, x, center, radius)[0])
     else:

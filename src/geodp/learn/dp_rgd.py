@@ -26,8 +26,9 @@ Theorem 3 (weight 2/(t + 1)). All are post-processing of the private trajectory.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -40,8 +41,9 @@ from ..privacy.conversions import check_count, check_delta, check_positive
 from ..privacy.relation import Relation
 from ..progress import bar
 from ..chunked import ChunkedSample, is_chunked
+from ..parameters import ParameterError
 from .data_ball import check_representable, into_ball
-from .release import Release, reserved
+from .release import NoiseDominatesWarning, Release, diameter_bound, reserved
 
 OUTPUTS = ("last", "random", "average", "weighted-average")
 SAMPLINGS = ("poisson", "without_replacement")
@@ -142,6 +144,43 @@ def _check_steps_representable(manifold: Manifold, domain: tuple[Array, float], 
                          f"what double precision represents on {manifold!r} from a ball of radius "
                          f"{radius:g}; the guarantee this scale buys is negligible: use a larger "
                          f"privacy budget, more records, fewer steps or a smaller learning rate")
+
+
+def steps_caveat(manifold: Manifold, domain: tuple[Array, float] | None, steps: int,
+                 noise_step: float) -> NoiseDominatesWarning | None:
+    """Judge, from public parameters, a run whose every step is noise: the noise of one step, of
+    expected length ``noise_step`` (lr sigma sqrt(dim) / divisor), longer than the diameter of
+    the public domain (or a bound on the space's, ``diameter_bound``, if smaller). Every iterate,
+    and so the release, is then nearly independent of the data.
+
+    The noise multiplier grows as sqrt(steps) (exactly for a full batch), so about
+    steps (span / noise_step)^2 steps keep it below the span. When a run of at least one step
+    keeps it below half the span, the number of steps is what voids the release, and fewer
+    spend the same budget usefully: ``ParameterError`` naming ``steps`` and the bound (nothing
+    reserved). Otherwise no number of steps helps much (the budget or n is too small; the
+    library's default of 3 steps is never refused): a ``NoiseDominatesWarning``, as for a
+    pure-noise output mechanism, returned to be repeated as the release's caveat."""
+    diameter = diameter_bound(manifold)
+    ball = 2.0 * domain[1] if domain is not None else math.inf
+    span = min(ball, diameter)
+    if not noise_step > span:
+        return None
+    most = math.floor(steps * (span / noise_step) ** 2)
+    useful = math.floor(steps * (0.5 * span / noise_step) ** 2)
+    where = "the public ball" if ball < diameter else repr(manifold)
+    noise = (f"noise of expected length {noise_step:.3g}, more than {span:.3g}, a bound on the "
+             f"distance between any two points of {where}: every iterate is noise")
+    if useful >= 1:
+        raise ParameterError(
+            f"{{steps}} = {steps} gives every step {noise} and the release would carry no "
+            f"information; at this budget at most about {most} steps keep it below that bound "
+            f"and {useful} below half of it (the noise grows as sqrt(steps)): pass fewer "
+            f"{{steps}}, or a smaller {{lr}} (nothing was reserved or released)", "steps", "lr")
+    caveat = NoiseDominatesWarning(
+        f"even a single DP-RGD step has {noise}, so the release carries almost no information "
+        f"(a larger {{epsilon}}, more records or a smaller {{lr}} reduce it)", "epsilon", "lr")
+    warnings.warn(caveat, stacklevel=3)
+    return caveat
 
 
 @dataclass(frozen=True)
@@ -245,7 +284,9 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
     Raises
     ------
     ValueError for invalid parameters or non-finite records, ``LipschitzViolation``,
-    ``BudgetExceededError``.
+    ``BudgetExceededError``; ``ParameterError`` naming ``steps`` when so many steps make every
+    step's noise longer than the domain's diameter while fewer would not (``steps_caveat``;
+    when even one step is that noisy, a ``NoiseDominatesWarning``, repeated in the caveats).
 
     Examples
     --------
@@ -260,9 +301,13 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
     plan = _calibrate(data, epsilon, delta, steps, (batch_size, sample_rate), sampling, clip,
                       lipschitz, replace_sensitivity, manifold if secure else None)
     schedule = lr if callable(lr) else (lambda t, lr=check_positive("lr", lr): lr)
+    largest = abs(float(schedule(0))) if not callable(lr) else max(abs(float(schedule(t)))
+                                                                   for t in range(steps))
+    caveat = steps_caveat(manifold, domain, steps,
+                          largest * plan.sigma * np.sqrt(manifold.dim) / plan.expected)
     if domain is not None:
-        _check_steps_representable(manifold, domain, max(abs(float(schedule(t))) for t in range(steps))
-                                   * (plan.bound * plan.expected + plan.sigma * (np.sqrt(manifold.dim) + 8.0))
+        _check_steps_representable(manifold, domain, largest * (plan.bound * plan.expected + plan.sigma
+                                                                * (np.sqrt(manifold.dim) + 8.0))
                                    / plan.expected)
     step_gradients = _step_gradients(manifold, per_sample_grad, euclidean_grad, plan.bound,
                                      lipschitz is not None)
@@ -272,8 +317,9 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
         value, clipped, trace, kept = _descend(manifold, data, w, plan, step_gradients, schedule,
                                                steps, output, batch_size, as_generator(rng), domain,
                                                loss, meter)
-    return _release(plan, value, clipped, kept, trace, steps, sampling, output, delta, epsilon,
-                    clip is not None)
+    rel = _release(plan, value, clipped, kept, trace, steps, sampling, output, delta, epsilon,
+                   clip is not None)
+    return rel if caveat is None else replace(rel, caveats=(caveat,))
 
 
 def _check_inputs(manifold: Manifold, data, init, domain, output: str, sampling: str):

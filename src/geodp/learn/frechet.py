@@ -12,7 +12,7 @@ from ..manifolds import Manifold
 from ..manifolds.base import Array, as_generator, manifold_first
 from ..mechanisms import NotNormalisableError, RiemannianLaplace
 from ..mechanisms.registry import Mechanism, lookup
-from ..parameters import ParameterError
+from ..parameters import ParameterError, Spelled, literal, option_without_effect
 from ..privacy.conversions import check_count
 from ..privacy import (GDP, RDP, ApproxDP, BudgetLedger, Guarantee, PureDP, gdp_to_pure_equivalent)
 from ..privacy.conversions import check_number, check_positive
@@ -23,14 +23,13 @@ from ..statistics import curvature_factor, frechet_mean, frechet_mean_sensitivit
 from ..statistics.sensitivity import kng_mean_sensitivity
 from .data_ball import enforce_ball
 from .dp_rgd import dp_rsgd
-from ..manifolds.capabilities import has
-from .release import Release, delta_caveat, noise_caveat, reserved
+from .release import Release, delta_caveat, diameter_bound, noise_caveat, reserved
 
 SUBSAMPLE_FRACTION = 0.05
 
 
-_ASK = {"epsilon": "epsilon alone (epsilon-DP)", "epsilon-delta": "epsilon and delta > 0 "
-        "((epsilon, delta)-DP)", "mu": "mu alone (mu-GDP)", "rdp": "rdp=(alpha, epsilon) (Rényi DP)"}
+_ASK = {"epsilon": "{epsilon} alone (epsilon-DP)", "epsilon-delta": "{epsilon} and {delta} > 0 "
+        "((epsilon, delta)-DP)", "mu": "{mu} alone (mu-GDP)", "rdp": "{rdp} (Rényi DP)"}
 
 
 def target_guarantee(name: str, notions: tuple[str, ...], epsilon, delta, mu, rdp) -> Guarantee:
@@ -48,10 +47,15 @@ def target_guarantee(name: str, notions: tuple[str, ...], epsilon, delta, mu, rd
     if given == {"mu"} and "mu" in notions:
         return GDP(mu)
     if given == {"rdp"} and "rdp" in notions:
+        if isinstance(rdp, (str, bytes)) or np.ndim(rdp) != 1 or len(rdp) != 2:
+            raise ParameterError(f"{{rdp}} must be a pair (alpha, epsilon), got "
+                                 f"{literal(repr(rdp))}", "rdp")
         alpha, eps = rdp
         return RDP([alpha], [eps])
-    raise ValueError(f"the {name} mechanism needs exactly one of: "
-                     f"{'; '.join(_ASK[n] for n in notions)}; got {sorted(given)}")
+    raise ParameterError(f"the {name} mechanism needs exactly one of: "
+                         f"{'; '.join(_ASK[n] for n in notions)}; got "
+                         f"{', '.join('{%s}' % k for k in sorted(given)) or 'none'}",
+                         "epsilon", "delta", "mu", "rdp")
 
 
 def split_guarantee(g: Guarantee, fraction: float) -> tuple[float, Guarantee]:
@@ -83,6 +87,11 @@ def equivalents(g: Guarantee) -> dict[str, str]:
     return {f"delta={d:g}": g.to_approx(d).describe() for d in (1e-5, 1e-6)}
 
 
+class FootpointNotNormalisable(Spelled, NotNormalisableError):
+    """The private footpoint's Riemannian Laplace is not normalisable; the message names the
+    options that avoid it."""
+
+
 def _footpoint_mechanism(manifold, n, center, radius, epsilon_fp,
                          allow_approximate) -> tuple[RiemannianLaplace, int]:
     """The Riemannian Laplace that releases the mean of a random 5% subsample (m points).
@@ -97,11 +106,12 @@ def _footpoint_mechanism(manifold, n, center, radius, epsilon_fp,
         return RiemannianLaplace(manifold, delta_sub / epsilon_fp, allow_approximate=allow_approximate,
                                  chain_ball=(center, radius)), m
     except NotNormalisableError as exc:
-        raise NotNormalisableError(
+        raise FootpointNotNormalisable(
             f"private footpoint selection: the Riemannian Laplace release of the mean of a "
             f"{m}-point subsample (sensitivity {delta_sub:.4g}) at epsilon {epsilon_fp:.4g} is not "
-            f"normalisable ({exc}). Use a public footpoint (the default: the data ball's center), "
-            f"a larger footpoint_budget, or a larger budget") from None
+            f"normalisable ({literal(exc)}). Use a public {{footpoint}} (the default: the data "
+            f"ball's center), a larger {{footpoint_budget}}, or a larger budget", "footpoint",
+            "footpoint_budget") from None
 
 
 def _private_footpoint(mech: RiemannianLaplace, m: int, x, center, rng) -> tuple[Array, dict]:
@@ -153,24 +163,30 @@ class _Options:
     steps: int = 3
     lr: float = 0.7
     secure: bool = False
+    allow_approximate: bool = False
+
+
+def is_private(footpoint) -> bool:
+    """Whether ``footpoint`` asks for a private footpoint (the string "private"), never
+    comparing an array with a string."""
+    return isinstance(footpoint, str) and footpoint == "private"
 
 
 def unused_options(mechanism: str, given: set[str], footpoint) -> ParameterError | None:
     """The refusal of the first option in ``given`` (Python keywords) that has no effect with
     ``mechanism`` and ``footpoint``, or None: ``footpoint_budget`` without a private footpoint,
-    ``steps`` and ``lr`` outside DP-RGD. The command line passes the options given explicitly,
+    ``steps`` and ``lr`` outside DP-RGD, ``allow_approximate`` with a mechanism that is always
+    exact (``Mechanism.always_exact``) unless a private footpoint (a Riemannian Laplace draw)
+    may need MCMC. The command line passes the options given explicitly,
     ``private_frechet_mean`` those that differ from their defaults."""
     spec = lookup(mechanism)
-    needs = {"footpoint_budget": (footpoint == "private", "a private footpoint ({footpoint} "
+    needs = {"footpoint_budget": (is_private(footpoint), "a private footpoint ({footpoint} "
                                                            "'private')"),
              "steps": (spec.name == "dp-rgd", "{mechanism} 'dp-rgd'"),
-             "lr": (spec.name == "dp-rgd", "{mechanism} 'dp-rgd'")}
-    for keyword, (used, condition) in needs.items():
-        if keyword in given and not used:
-            return ParameterError(f"{{{keyword}}} applies to {condition} only; it would have no "
-                                  f"effect on this '{spec.name}' release: leave it out", keyword,
-                                  "mechanism", "footpoint")
-    return None
+             "lr": (spec.name == "dp-rgd", "{mechanism} 'dp-rgd'"),
+             "allow_approximate": (not spec.always_exact or is_private(footpoint),
+                                   "a sampler that may need MCMC")}
+    return option_without_effect(given, needs, f"'{spec.name}'", "mechanism", "footpoint")
 
 
 def _check_options(spec: Mechanism, opts: _Options, center, radius) -> None:
@@ -179,7 +195,7 @@ def _check_options(spec: Mechanism, opts: _Options, center, radius) -> None:
         raise ValueError("center and radius of the public data ball are required")
     check_positive("radius", radius)
     defaults = _Options()
-    given = {k for k in ("footpoint_budget", "steps", "lr")
+    given = {k for k in ("footpoint_budget", "steps", "lr", "allow_approximate")
              if getattr(opts, k) != getattr(defaults, k)}
     refusal = unused_options(spec.name, given, opts.footpoint)
     if refusal is not None:
@@ -196,14 +212,16 @@ def _check_options(spec: Mechanism, opts: _Options, center, radius) -> None:
                                  f"{'integer' if keyword == 'steps' else 'finite number'}, got "
                                  f"{getattr(opts, keyword)!r}", keyword) from None
     if opts.secure and not spec.secure:
-        raise ValueError(f"secure=True (discrete Gaussian noise) applies to mechanism='dp-rgd' only; "
-                         f"the {spec.name} mechanism has no secure sampler")
+        raise ParameterError(f"{{secure}} (discrete Gaussian noise) applies to {{mechanism}} "
+                             f"'dp-rgd' only; the {spec.name} mechanism has no secure sampler",
+                             "secure", "mechanism")
     if opts.restrict and spec.restricted_theorem is None:
-        raise ValueError(f"restrict applies to the Riemannian Laplace (Theorem 3) only, not to "
-                         f"the {spec.name} mechanism")
+        raise ParameterError(f"{{restrict}} applies to the Riemannian Laplace (Theorem 3) only, "
+                             f"not to the {spec.name} mechanism", "restrict")
     if not spec.takes_footpoint and (opts.footpoint is not None
                                      or opts.tangent_sensitivity is not None):
-        raise ValueError("footpoint and tangent_sensitivity apply to the wrapped mechanisms only")
+        raise ParameterError("{footpoint} and {tangent_sensitivity} apply to the wrapped "
+                             "mechanisms only", "footpoint", "tangent_sensitivity")
     if isinstance(opts.footpoint, str) and opts.footpoint != "private":
         raise ValueError(f"footpoint must be a point or 'private', got {opts.footpoint!r}")
 
@@ -215,7 +233,10 @@ def _records(manifold: Manifold, points) -> tuple[Array | ChunkedSample, int]:
         return x, x.n
     x = manifold.check_point(points)
     if x.ndim != len(manifold.point_shape) + 1:
-        raise ValueError(f"points must have shape (n, {manifold.point_shape}), got {x.shape}")
+        raise ValueError(f"points must have shape (n, {', '.join(map(str, manifold.point_shape))}) "
+                         f"(one point per record), got {x.shape}")
+    if not len(x):
+        raise ValueError("points is empty: a release needs at least one record")
     return x, len(x)
 
 
@@ -310,7 +331,7 @@ def _output_law(req: _Request, opts: _Options):
     the rest goes to the main law (``split_guarantee``)."""
     spec, manifold, center = req.spec, req.manifold, req.center
     main, fp_mech, fp_size = req.target, None, 0
-    if opts.footpoint == "private":
+    if is_private(opts.footpoint):
         eps_fp, main = split_guarantee(req.target, opts.footpoint_budget)
         fp_mech, fp_size = _footpoint_mechanism(manifold, req.n, center, req.radius, eps_fp,
                                                 req.allow_approximate)
@@ -319,8 +340,7 @@ def _output_law(req: _Request, opts: _Options):
             fp_mech.check_exact(req.rng)
     tangent = req.sensitivity if opts.tangent_sensitivity is None else opts.tangent_sensitivity
     scale = spec.calibrate(main, tangent, restrict=opts.restrict)
-    diameter = manifold.diameter if has(manifold, "diameter") else float("inf")
-    noise = noise_caveat(scale, req.radius, diameter)
+    noise = noise_caveat(scale, req.radius, diameter_bound(manifold))
     req.caveats.extend([noise] if noise else [])
     params = {"n": req.n, "radius": req.radius, "restricted_to_ball": opts.restrict}
     if spec.takes_footpoint:
@@ -479,10 +499,11 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
     spec.check(manifold)  # capabilities it needs, before anything runs
     target = target_guarantee(spec.name, spec.notions, epsilon, delta, mu, rdp)
     opts = _Options(restrict, footpoint, None if tangent_sensitivity is None else
-                    float(tangent_sensitivity), footpoint_budget, steps, lr, secure)
+                    float(tangent_sensitivity), footpoint_budget, steps, lr, secure,
+                    allow_approximate)
     _check_options(spec, opts, center, radius)
     center = manifold.check_point(center)
-    if opts.footpoint is not None and opts.footpoint != "private":
+    if opts.footpoint is not None and not is_private(opts.footpoint):
         manifold.check_point(opts.footpoint)
     x, n = _records(manifold, points)
     size = _calibration_size(n, sensitivity_size, spec, opts.footpoint)
@@ -501,7 +522,7 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
     large_delta = delta_caveat(getattr(target, "delta", None), size)
     req.caveats.extend([large_delta] if large_delta else [])
     release = (_output_mean if spec.perturbs == "output" else _OBJECTIVE_RELEASES[spec.name])(req, opts)
-    rel = replace(release, caveats=tuple(req.caveats))
+    rel = replace(release, caveats=tuple(req.caveats) + release.caveats)
     return rel if sensitivity_size is None else _size_public(rel, n)
 
 
@@ -514,7 +535,7 @@ def _calibration_size(n: int, sensitivity_size: int | None, spec: Mechanism, foo
     if spec.name == "dp-rgd":
         raise ValueError("sensitivity_size does not apply to mechanism='dp-rgd': DP-RGD divides the "
                          "gradient sum by the number of records, which must then be public")
-    if isinstance(footpoint, str) and footpoint == "private":
+    if is_private(footpoint):
         raise ValueError("sensitivity_size does not apply with footpoint='private': the footpoint's "
                          "subsample size is a share of the number of records, which must be public")
     return size

@@ -11,15 +11,17 @@ The same argument on Gr(D, k) bounds the principal subspace's gradients (``subsp
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ..manifolds import Grassmann, Manifold, Sphere
 from ..manifolds.base import Array, as_generator, manifold_first
 from ..privacy import BudgetLedger
-from ..privacy.conversions import check_positive
+from ..privacy.conversions import check_delta, check_positive
 from .data_ball import RecordsOutsideBound
 from .dp_rgd import dp_rsgd
-from .release import Release
+from .release import LargeDeltaWarning, Release, delta_caveat
 
 
 def pca_gradients(w: Array, z: Array) -> Array:
@@ -38,6 +40,8 @@ def finite_rows(data: Array) -> Array:
     z = np.asarray(data, dtype=float)
     if z.ndim != 2 or z.shape[1] < 2:
         raise ValueError(f"data must be an (n, D) array of vectors with D >= 2, got shape {z.shape}")
+    if not len(z):
+        raise ValueError("data is empty: a release needs at least one record")
     if not np.all(np.isfinite(z)):
         raise ValueError("data contain NaN or infinite values")
     return z
@@ -54,6 +58,13 @@ def check_manifold(function: str, manifold: Manifold, expected: str, fits: bool,
         raise ValueError(f"manifold is {manifold!r}, but {function} releases {releases}: pass "
                          f"{expected} for data with {columns} columns")
     raise ValueError(f"manifold is {manifold!r} but data have {columns} columns: pass {expected}")
+
+
+def _delta_caveat(delta: float, n: int, batch_size: int | None) -> tuple[LargeDeltaWarning, ...]:
+    """The ``LargeDeltaWarning`` of a full-batch release (replace-one: n is public) whose delta
+    is at least 1/n, warned and returned for the release's caveats; () otherwise."""
+    caveat = delta_caveat(check_delta(delta), n) if batch_size is None else None
+    return () if caveat is None else (caveat,)
 
 
 def rows_within_bound(z: Array, norm_bound: float, clip_data: bool) -> tuple[Array, float, int]:
@@ -125,6 +136,7 @@ def private_pca(manifold: Manifold, data: Array, epsilon: float, delta: float, n
     check_manifold("private_pca", manifold, repr(Sphere(z.shape[1] - 1)),
                    manifold.point_shape == z.shape[1:], z.shape[1], "a unit vector")
     z, bound, beyond = rows_within_bound(z, norm_bound, clip_data)
+    large_delta = _delta_caveat(delta, len(z), batch_size)
     rng = as_generator(rng)
     if init is None:
         init = manifold.project(rng.standard_normal(z.shape[1]))
@@ -134,7 +146,7 @@ def private_pca(manifold: Manifold, data: Array, epsilon: float, delta: float, n
                   label="private PCA", secure=secure, sample_rate=sample_rate)
     rel.parameters.update(norm_bound=bound)
     rel.diagnostics.update(rows_scaled_to_bound=beyond)
-    return rel
+    return replace(rel, caveats=rel.caveats + large_delta)
 
 
 def subspace_gradients(y: Array, z: Array) -> Array:
@@ -205,6 +217,7 @@ def private_principal_subspace(manifold: Manifold, data: Array, epsilon: float, 
                    f"Grassmann({columns}, k) with 1 <= k < {columns}", fits, columns,
                    "a subspace of R^D (a point of Grassmann(D, k))")
     z, bound, beyond = rows_within_bound(z, norm_bound, clip_data)
+    large_delta = _delta_caveat(delta, len(z), batch_size)
     rng = as_generator(rng)
     if init is None:
         init = manifold.random_point(rng)
@@ -215,4 +228,4 @@ def private_principal_subspace(manifold: Manifold, data: Array, epsilon: float, 
                   sample_rate=sample_rate)
     rel.parameters.update(norm_bound=bound, k=shape[1])
     rel.diagnostics.update(rows_scaled_to_bound=beyond)
-    return rel
+    return replace(rel, caveats=rel.caveats + large_delta)

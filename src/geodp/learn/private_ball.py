@@ -63,7 +63,7 @@ from ..mechanisms.euclidean import l2_laplace
 from ..mechanisms.geometric import two_sided_geometric
 from ..mechanisms.quantile import geometric_grid, private_quantile
 from ..privacy import BudgetLedger, MemoryLedger, PureDP
-from ..privacy.conversions import check_count, check_positive
+from ..privacy.conversions import check_count, check_delta, check_positive
 from .classes import SmallClassWarning, _encode, private_class_means
 from .data_ball import ClippingWarning, clipped_tangent_coords, enforce_ball, into_ball
 from .release import Release, reserved
@@ -284,7 +284,9 @@ def private_ball_class_means(manifold: Manifold, points: Array, labels: Array, c
     if count_budget is None:
         count_budget = 0.125 if means == "tangent" else 0.3
     eps_ball, eps_means = ball_budget * epsilon, (1.0 - ball_budget) * epsilon
-    if means == "tangent":
+    if means == "tangent":  # pure epsilon-DP: delta takes no part, but is not left unchecked
+        if delta is not None:
+            check_delta(delta)
         target = PureDP(epsilon)
     else:
         from .classes import class_guarantee

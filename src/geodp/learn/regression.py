@@ -11,6 +11,7 @@ from ..manifolds import Manifold
 from ..manifolds.base import Array, as_generator, manifold_first
 from ..mechanisms.kng import BundleDomain, KNormGradient, check_max_steps, sample_bundle
 from ..privacy import BudgetLedger, PureDP
+from ..parameters import ParameterError, literal, option_without_effect
 from ..privacy.conversions import check_positive
 from ..statistics import ConvergenceWarning
 from ..statistics.regression import RegressionSample, fit_regression, regression_gradient
@@ -28,9 +29,11 @@ def _check_range(x_range) -> tuple[float, float]:
     try:
         lo, hi = (float(b) for b in x_range)
     except (TypeError, ValueError):
-        raise ValueError(f"x_range must be two numbers (lo, hi), got {x_range!r}") from None
+        raise ParameterError(f"{{x_range}} must be two numbers (lo, hi), got "
+                             f"{literal(repr(x_range))}", "x_range") from None
     if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
-        raise ValueError(f"x_range must be finite with lo < hi, got ({lo}, {hi})")
+        raise ParameterError(f"{{x_range}} must be finite with lo < hi, got ({lo}, {hi})",
+                             "x_range")
     return lo, hi
 
 
@@ -50,6 +53,14 @@ def is_compact(manifold: Manifold) -> bool:
     return bool(np.isfinite(manifold.injectivity_radius) and manifold.curvature_bounds[0] > 0)
 
 
+def unused_regression_options(release: str, given: set[str]) -> ParameterError | None:
+    """The refusal of an option in ``given`` without effect on ``release`` (``footpoint_budget``
+    without the sequential release), or None (``parameters.option_without_effect``)."""
+    return option_without_effect(given, {"footpoint_budget": (release == "sequential",
+                                                              "{release} 'sequential'")},
+                                 f"'{release}'", "release")
+
+
 def _domain_ball(manifold: Manifold, center, radius) -> tuple[Array, float | None]:
     """The public footpoint ball; on a compact manifold radius None means the whole space."""
     if radius is None:
@@ -61,12 +72,14 @@ def _domain_ball(manifold: Manifold, center, radius) -> tuple[Array, float | Non
             center = manifold.project(np.cos(np.arange(np.prod(shape))).reshape(shape))
         return manifold.check_point(center), None
     if center is None:
-        raise ValueError("radius was given without center: the footpoint ball needs both")
+        raise ParameterError("{radius} was given without {center}: the footpoint ball needs both",
+                             "radius", "center")
     center = manifold.check_point(center)
     radius = check_positive("radius", radius)
     if radius > manifold.injectivity_radius:
-        raise ValueError(f"radius must be at most the injectivity radius "
-                         f"{manifold.injectivity_radius:.6g} of {manifold!r}, got {radius}")
+        raise ParameterError(f"{{radius}} must be at most the injectivity radius "
+                             f"{manifold.injectivity_radius:.6g} of {manifold!r}, got {radius}",
+                             "radius")
     check_representable(manifold, center, radius)
     return center, radius
 
@@ -227,9 +240,10 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     lo, hi = _check_range(x_range)
     data, outside = _records_in_range(manifold, x, y, lo, hi, clip_data)
     center, radius = _domain_ball(manifold, center, radius)
-    if release == "joint" and footpoint_budget != 0.5:
-        raise ValueError("footpoint_budget applies to release='sequential' only; it would have no "
-                         "effect on the joint release: leave it out")
+    refusal = unused_regression_options(release, {"footpoint_budget"} if footpoint_budget != 0.5
+                                        else set())
+    if refusal is not None:
+        raise refusal
     if release == "sequential" and not 0 < footpoint_budget < 1:
         raise ValueError(f"footpoint_budget must lie in (0, 1), got {footpoint_budget}")
     check_max_steps(max_steps, burn_in + KEPT_STEPS)  # before the ledger reserves anything

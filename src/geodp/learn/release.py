@@ -39,6 +39,18 @@ def delta_caveat(delta: float | None, n: int) -> LargeDeltaWarning | None:
     return caveat
 
 
+def diameter_bound(manifold) -> float:
+    """An upper bound on the diameter of ``manifold``: its ``diameter`` capability, else
+    pi / sqrt(k_min) when the sectional curvature is at least k_min > 0 (Bonnet-Myers), else inf."""
+    from ..manifolds.capabilities import has
+
+    if has(manifold, "diameter"):
+        return float(manifold.diameter)
+    if has(manifold, "curvature_bounds") and manifold.curvature_bounds[0] > 0:
+        return float(np.pi / np.sqrt(manifold.curvature_bounds[0]))
+    return float("inf")
+
+
 def noise_caveat(scale: float, radius: float, diameter: float) -> NoiseDominatesWarning | None:
     """Warn and return a ``NoiseDominatesWarning`` when the noise ``scale`` exceeds the smaller
     of the ball's diameter 2 ``radius`` and the space's ``diameter``; None otherwise."""
@@ -146,4 +158,12 @@ def reserved(ledger: BudgetLedger | None, guarantee: Guarantee, label: str) -> A
     """The ledger's reservation of ``guarantee`` as a context manager, taken before any randomness
     is drawn: marked done when the block completes, kept when it raises (noise may have been drawn,
     so the failure itself is an output). Without a ledger, a no-op."""
-    return nullcontext() if ledger is None else ledger.reserve(guarantee, label=label)
+    if ledger is None:
+        return nullcontext()
+    if not callable(getattr(ledger, "reserve", None)):
+        from ..parameters import ParameterTypeError
+
+        raise ParameterTypeError(f"{{ledger}} must be a budget ledger (geodp.privacy.BudgetLedger"
+                                 f"(path, total_epsilon), or MemoryLedger) or None, got "
+                                 f"{type(ledger).__name__}", "ledger")
+    return ledger.reserve(guarantee, label=label)

@@ -423,7 +423,7 @@ class Manifold(ABC):
                 f"got an array of shape {x.shape}"
             )
         batch = x.shape[: x.ndim - nd]
-        finite = np.isfinite(x).reshape(batch + (-1,)).all(axis=-1)
+        finite = np.isfinite(x).reshape(batch + (int(np.prod(self.point_shape)),)).all(axis=-1)
         if not np.all(finite):
             index = [int(i) for i in np.argwhere(~finite)[0]]
             where = "" if not batch else f" {index[0] if len(index) == 1 else tuple(index)} (from 0)"

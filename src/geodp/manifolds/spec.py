@@ -3,8 +3,10 @@ or ``product:sphere:2+euclidean:3``."""
 
 from __future__ import annotations
 
-from .base import Manifold
-from .registry import FAMILIES
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported where used: SPEC_HELP alone (the command line's help) stays light
+    from .base import Manifold
 
 SPEC_HELP = ("manifold as FAMILY:SIZE[,key=value]: euclidean:3, sphere:2[,curvature=1], "
              "hyperbolic:2[,curvature=-1], spd:3[,metric=affine|log-euclidean], kendall:K (landmarks), "
@@ -19,6 +21,8 @@ def manifold_from_spec(spec: str) -> Manifold:
     built from several, integers joined by ``x`` (``stiefel:4x2`` is ``Stiefel(4, 2)``). A family
     registered with another reader reads its own text (``product:sphere:2+euclidean:3`` is
     ``Product(Sphere(2), Euclidean(3))``; see ``registry.Family``)."""
+    from .registry import FAMILIES
+
     name, _, rest = spec.partition(":")
     name = name.strip().lower()
     if name not in FAMILIES or not rest:
@@ -32,6 +36,8 @@ def manifold_from_spec(spec: str) -> Manifold:
         return family.build(*args, **kwargs)
     except TypeError as error:  # a wrong number of sizes
         raise ValueError(f"cannot read manifold {spec!r} ({error}); expected {SPEC_HELP}") from None
+    except ValueError as error:  # a size or an option out of range (sphere:0, curvature=-1)
+        raise ValueError(f"cannot read manifold {spec!r}: {error}") from None
 
 
 def _sizes_from_shape(family: str, shape: tuple[int, ...]) -> tuple[int, ...] | None:
@@ -62,6 +68,8 @@ def manifold_for_data(spec: "Manifold | str", point_shape: tuple[int, ...]) -> M
     SO(n) from (n, n), Kendall's space of k landmarks from (k, 2), Grassmann(n, k) and
     Stiefel(n, k) from (n, k).
     """
+    from .base import Manifold
+
     point_shape = tuple(int(s) for s in point_shape)
     if isinstance(spec, Manifold):
         manifold = spec

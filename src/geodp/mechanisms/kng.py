@@ -20,6 +20,7 @@ from scipy import special
 from ..manifolds import Manifold
 from ..manifolds.base import Array
 from ..privacy import PureDP
+from ..parameters import ParameterError
 from ..privacy.conversions import check_positive
 from ..progress import bar
 from .envelope import accumulate
@@ -78,8 +79,8 @@ class MixingWarning(ApproximateSamplerWarning):
 def check_max_steps(max_steps: int | None, first_run: int) -> None:
     """Refuse a bound on the chains' steps below their first run (burn-in plus kept steps)."""
     if max_steps is not None and max_steps < first_run:
-        raise ValueError(f"max_steps ({max_steps}) must be at least the chains' first run, burn_in "
-                         f"plus the kept steps ({first_run})")
+        raise ParameterError(f"{{max_steps}} = {max_steps} must be at least the chains' first run, "
+                             f"burn-in plus the kept steps ({first_run})", "max_steps")
 
 
 class KNormGradient:

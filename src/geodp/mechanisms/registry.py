@@ -18,17 +18,30 @@ gradient, DP-RGD) puts the noise inside the estimator, so its release lives with
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import numpy as np
-
-from ..manifolds import Manifold
-from ..manifolds.base import Array
+from .._lazy import lazy_attributes
 from ..manifolds.capabilities import has, require
-from ..privacy import Guarantee
-from ..privacy.calibration import calibrate
-from .laplace import RiemannianLaplace, SamplerInfo
-from .wrapped import WrappedGaussian, WrappedLaplace, check_hadamard
+
+if TYPE_CHECKING:  # the laws load when a mechanism builds one: reading the registry (the command
+    # line's help does) imports neither NumPy nor SciPy
+    import numpy as np
+
+    from ..manifolds import Manifold
+    from ..manifolds.base import Array
+    from ..privacy import Guarantee
+    from .laplace import SamplerInfo
+
+#: The laws the output mechanisms build, module attributes loaded on first use (``law``).
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), {
+    "RiemannianLaplace": "geodp.mechanisms.laplace", "WrappedLaplace": "geodp.mechanisms.wrapped",
+    "WrappedGaussian": "geodp.mechanisms.wrapped"})
+
+
+def law(name: str) -> type:
+    """The law class ``name`` as this module holds it (loaded on first use)."""
+    return globals()[name] if name in globals() else __getattr__(name)
+
 
 #: The guarantee arguments a mechanism may take: "epsilon" (pure), "epsilon-delta", "mu" (GDP),
 #: "rdp" ((alpha, eps)-RDP).
@@ -74,6 +87,9 @@ class Mechanism:
         their own sensitivity and accountant.
     secure : bool
         Whether it can draw from the operating system's randomness (``secure=True``).
+    always_exact : bool
+        Whether its own law never needs MCMC, whatever the manifold (``allow_approximate`` then
+        has no effect on it and is refused).
     """
 
     name: str
@@ -86,6 +102,7 @@ class Mechanism:
     hadamard: bool = False
     noise: str | None = None
     secure: bool = False
+    always_exact: bool = False
 
     #: "output" (a law centred at the statistic) or "objective" (noise inside the estimator).
     perturbs = "objective"
@@ -99,12 +116,16 @@ class Mechanism:
         this mechanism's theory applies on ``manifold``; called before any budget is reserved."""
         require(manifold, self.requires, by=f"the {self.name} mechanism")
         if self.hadamard:
+            from .wrapped import check_hadamard
+
             check_hadamard(manifold)
 
     def calibrate(self, target: Guarantee, sensitivity: float, *, restrict: bool = False) -> float:
         """The noise scale that gives ``target`` at ``sensitivity`` (``privacy.calibrate`` for the
         mechanism's noise family; KNG and DP-RGD calibrate through their own sensitivities and
         accountants)."""
+        from ..privacy.calibration import calibrate
+
         if self.noise is None:
             raise ValueError(f"the {self.name} mechanism calibrates through its own accountant")
         return calibrate(self.noise, target, sensitivity)
@@ -143,7 +164,7 @@ class LaplaceMechanism(OutputMechanism):
                 footpoint: Array | None = None, restrict: bool = False,
                 allow_approximate: bool = False) -> Sampler:
         """Exact where the manifold allows; MCMC chains start in ``ball`` when allowed."""
-        return RiemannianLaplace(manifold, scale, restrict_to=ball if restrict else None,
+        return law("RiemannianLaplace")(manifold, scale, restrict_to=ball if restrict else None,
                                  allow_approximate=allow_approximate, chain_ball=ball)
 
 
@@ -153,13 +174,14 @@ class WrappedMechanism(OutputMechanism):
     the Laplace (``noise="laplace"``) or the Gaussian family."""
 
     takes_footpoint = True
+    always_exact: bool = True
 
     def sampler(self, manifold: Manifold, scale: float, *, ball: tuple[Array, float],
                 footpoint: Array | None = None, restrict: bool = False,
                 allow_approximate: bool = False) -> Sampler:
         """Always exact; the footpoint defaults to the ball's center."""
-        law = WrappedLaplace if self.noise == "laplace" else WrappedGaussian
-        return law(manifold, scale, ball[0] if footpoint is None else footpoint)
+        family = law("WrappedLaplace" if self.noise == "laplace" else "WrappedGaussian")
+        return family(manifold, scale, ball[0] if footpoint is None else footpoint)
 
 
 MECHANISMS: dict[str, Mechanism] = {}
@@ -206,7 +228,7 @@ register(Mechanism(
     "DP Riemannian gradient descent (Fréchet mean)",
     "DP Riemannian gradient descent (Han, Mishra, Jawanpuria & Gao, Algorithm 1) on the Fréchet "
     "function, per-record gradient sensitivity 2r max(1, t / sin t)", ("epsilon-delta",),
-    _GEOMETRY, secure=True))
+    _GEOMETRY, secure=True, always_exact=True))
 register(Mechanism(
     "kng", "K-norm gradient mechanism (Reimherr & Awan; Soto et al.)",
     "K-norm gradient Fréchet mean",

@@ -8,43 +8,51 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize, special
 
+from ..parameters import ParameterError, ParameterTypeError, field, literal
+
 
 def check_number(name: str, value) -> float:
-    """``value`` as a float; TypeError for strings, booleans and non-numbers (a quoted "1" is
-    a mistake to report, not to convert)."""
+    """``value`` as a float; TypeError (``ParameterTypeError`` naming ``name``) for strings,
+    booleans and non-numbers (a quoted "1" is a mistake to report, not to convert)."""
     if isinstance(value, (str, bytes, bool)) or not isinstance(value, (int, float, np.number)):
         if not (isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf"):
-            raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+            named, keywords = field(name)
+            raise ParameterTypeError(f"{named} must be a number, got {type(value).__name__} "
+                                     f"{literal(repr(value))}", *keywords)
     return float(value)
 
 
 def check_positive(name: str, value: float) -> float:
-    """``value`` as a float, or ValueError unless it is positive and finite."""
+    """``value`` as a float, or ValueError (``ParameterError`` naming ``name``) unless it is
+    positive and finite."""
     value = check_number(name, value)
     if not (np.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be positive and finite, got {value}")
+        named, keywords = field(name)
+        raise ParameterError(f"{named} must be positive and finite, got {value}", *keywords)
     return value
 
 
 def check_count(name: str, value, minimum: int = 0) -> int:
-    """``value`` as an int, or ValueError unless it is a whole number >= ``minimum`` (booleans
-    are refused: ``steps=True`` is a mistake, not one step)."""
+    """``value`` as an int, or ValueError (``ParameterError`` naming ``name``) unless it is a
+    whole number >= ``minimum`` (booleans are refused: ``steps=True`` is a mistake, not one
+    step)."""
     try:
         whole = not isinstance(value, bool) and int(value) == value
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         whole = False
     if not whole or value < minimum:
         kind = {0: "a non-negative integer", 1: "a positive integer"}.get(
             minimum, f"an integer >= {minimum}")
-        raise ValueError(f"{name} must be {kind}, got {value!r}")
+        named, keywords = field(name)
+        raise ParameterError(f"{named} must be {kind}, got {literal(repr(value))}", *keywords)
     return int(value)
 
 
 def check_delta(delta: float) -> float:
-    """``delta`` as a float, or ValueError unless 0 < delta < 1."""
+    """``delta`` as a float, or ValueError (``ParameterError``) unless 0 < delta < 1."""
     delta = check_number("delta", delta)
     if not (0 < delta < 1):
-        raise ValueError(f"delta must lie in (0, 1), got {delta}")
+        raise ParameterError(f"{{delta}} must lie in (0, 1), got {delta}", "delta")
     return delta
 
 

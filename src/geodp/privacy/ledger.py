@@ -33,6 +33,7 @@ from pathlib import Path
 
 from .guarantees import (ApproxDP, Guarantee, PureDP, common_relation, compose, guarantee_from_dict,
                          one_relation)
+from ..parameters import ParameterError, ParameterTypeError
 from .relation import Relation
 
 
@@ -171,11 +172,13 @@ class BudgetLedger:
     @staticmethod
     def _validate_totals(eps: float, delta: float) -> None:
         if isinstance(eps, (str, bytes)) or isinstance(delta, (str, bytes)):
-            raise TypeError("total_epsilon and total_delta must be numbers, not strings")
+            raise ParameterTypeError("{total_epsilon} and {total_delta} must be numbers, not "
+                                     "strings", "total_epsilon", "total_delta")
         if not (math.isfinite(eps) and eps > 0):
-            raise ValueError(f"total_epsilon must be positive and finite, got {eps}")
+            raise ParameterError(f"{{total_epsilon}} must be positive and finite, got {eps}",
+                                 "total_epsilon")
         if not 0 <= delta < 1:
-            raise ValueError(f"total_delta must lie in [0, 1), got {delta}")
+            raise ParameterError(f"{{total_delta}} must lie in [0, 1), got {delta}", "total_delta")
 
     def _connect(self) -> sqlite3.Connection:
         con = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None)
@@ -353,7 +356,8 @@ class MemoryLedger:
         if not unlimited:
             BudgetLedger._validate_totals(total_epsilon, total_delta)
         elif not 0 <= total_delta < 1:
-            raise ValueError(f"total_delta must lie in [0, 1), got {total_delta}")
+            raise ParameterError(f"{{total_delta}} must lie in [0, 1), got {total_delta}",
+                                 "total_delta")
         self.total_epsilon, self.total_delta = float(total_epsilon), float(total_delta)
         self._entries: list[tuple[Guarantee, str]] = []
 

@@ -10,6 +10,7 @@ import numpy as np
 from ..chunked import as_sample
 from ..manifolds.base import Array, Manifold, manifold_first
 from ..manifolds.capabilities import has
+from ..privacy.conversions import check_count, check_positive
 from ..progress import bar
 
 
@@ -167,10 +168,8 @@ def frechet_mean(manifold: Manifold, points: Array, *, weights: Array | None = N
         raise ValueError(f"on_spread must be 'warn', 'raise' or 'ignore', got {on_spread!r}")
     if not 0 < step <= 1:
         raise ValueError(f"step must lie in (0, 1], got {step}")
-    if not (np.isfinite(tol) and tol > 0):
-        raise ValueError(f"tol must be positive and finite, got {tol}")
-    if int(max_iter) != max_iter or max_iter < 0:
-        raise ValueError(f"max_iter must be a non-negative integer, got {max_iter}")
+    check_positive("tol", tol)
+    check_count("max_iter", max_iter)
     data = as_sample(manifold, points, weights)
     nd, batch = len(manifold.point_shape), data.batch
     m = data.start() if init is None else manifold.check_point(init)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..manifolds import Manifold
+from ..parameters import ParameterError
 from ..privacy.conversions import check_count
 from .frechet import uniqueness_radius
 
@@ -43,10 +44,11 @@ def check_assumption_1(manifold: Manifold, radius: float) -> None:
     r_star = uniqueness_radius(manifold)
     if not (np.isfinite(radius) and 0 < radius < r_star):
         k = manifold.curvature_bounds[1]
-        raise ValueError(
-            f"the data radius must satisfy 0 < radius < r* = min(inj, pi/(2 sqrt(k)))/2 = "
+        raise ParameterError(
+            f"the data {{radius}} must satisfy 0 < radius < r* = min(inj, pi/(2 sqrt(k)))/2 = "
             f"{r_star:.6g} on {manifold!r} (Assumption 1 of Reimherr et al. 2021, with injectivity "
-            f"radius {manifold.injectivity_radius:.6g} and curvature bound k = {k:g}); got {radius}")
+            f"radius {manifold.injectivity_radius:.6g} and curvature bound k = {k:g}); got {radius}",
+            "radius")
 
 
 def frechet_mean_sensitivity(manifold: Manifold, radius: float, n: int) -> float:

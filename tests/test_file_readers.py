@@ -3,6 +3,8 @@ record split over two points would be released with the sensitivity of twice the
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -171,3 +173,14 @@ def test_release_json_carries_the_guarantee_as_numbers(capsys):
                  "--mu", "1.5", "--seed", "0"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["guarantee_parameters"] == {"notion": "gdp", "mu": 1.5, "relation": "replace-one"}
+
+
+@pytest.mark.parametrize("spec, says", [
+    ("spd:3x3", "SIZE '3x3' gives 2 integers where this family takes 1"),
+    ("grassmann:4", "SIZE '4' gives 1 integer where this family takes 2"),
+    ("sphere:2,curvature", "option 'curvature' needs a value"),
+    ("sphere:2,curvature=abc", "option curvature='abc' is not a valid float"),
+])
+def test_a_manifold_specification_with_the_wrong_sizes_or_an_empty_option_says_so(spec, says):
+    with pytest.raises(ValueError, match=re.escape(says)):
+        manifold_from_spec(spec)

@@ -31,10 +31,23 @@ def sizes_and_options(family: Family, text: str) -> tuple[tuple, dict]:
         key, _, value = pair.partition("=")
         if key not in family.options:
             raise ValueError(f"no option {key!r} (options: {sorted(family.options) or 'none'})")
-        kwargs[key] = family.options[key](value)
+        if not value.strip():
+            raise ValueError(f"option {key!r} needs a value ({key}=...)")
+        try:
+            kwargs[key] = family.options[key](value)
+        except ValueError:
+            raise ValueError(f"option {key}={value!r} is not a valid "
+                             f"{family.options[key].__name__}") from None
     if not all(s.strip().isdigit() for s in size.split("x")):
         raise ValueError(f"SIZE {size!r} is not an integer or integers joined by 'x'")
-    return tuple(int(s) for s in size.split("x")), kwargs
+    sizes = tuple(int(s) for s in size.split("x"))
+    counts = {len(args) for args, _ in family.examples.values()}
+    if counts and len(sizes) not in counts:
+        want = " or ".join(str(c) for c in sorted(counts))
+        plural = "s" if len(sizes) > 1 else ""
+        raise ValueError(f"SIZE {size!r} gives {len(sizes)} integer{plural} where this family "
+                         f"takes {want}")
+    return sizes, kwargs
 
 
 def factor_specs(family: Family, text: str) -> tuple[tuple, dict]:

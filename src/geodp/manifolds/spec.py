@@ -31,7 +31,8 @@ def manifold_from_spec(spec: str) -> Manifold:
     try:
         args, kwargs = family.read(family, rest)
     except ValueError as error:  # a size or an option unread, or a factor's own specification
-        raise ValueError(f"cannot read manifold {spec!r}: {error}") from None
+        expected = "" if "expected manifold as" in str(error) else f"; expected {SPEC_HELP}"
+        raise ValueError(f"cannot read manifold {spec!r}: {error}{expected}") from None
     try:
         return family.build(*args, **kwargs)
     except TypeError as error:  # a wrong number of sizes

@@ -476,3 +476,23 @@ def test_estimators_refuse_bad_inputs_by_name():
     with pytest.raises(ValueError, match=r"^delta must lie in \(0, 1\)"):
         estimators.PrivateMDM(center=np.eye(2), radius=3.0, delta=2, classes=[0, 1],
                               random_state=0).fit(x, np.arange(40) % 2)
+
+
+def test_a_non_spd_record_is_named_by_position_and_refused_at_predict():
+    """SPD.check_point names the first matrix that is not positive definite, quoting no
+    eigenvalue (an error quotes no statistic of the data); a fitted estimator refuses such a
+    record at predict instead of returning a class."""
+    pytest.importorskip("sklearn")
+    from geodp.estimators import PrivateMDM
+    from geodp.manifolds import SPD
+
+    x = np.stack([np.eye(2), np.diag([1.0, -46.6]), np.eye(2)])
+    with pytest.raises(ValueError, match=r"not positive definite \(the first at index 1\)") as info:
+        SPD(2).check_point(x)
+    assert "46.6" not in str(info.value) and "smallest" not in str(info.value)
+    rng = np.random.default_rng(0)
+    train = SPD(2).exp(np.eye(2), SPD(2).from_coords(np.eye(2), rng.normal(0, 0.1, (40, 3))))
+    est = PrivateMDM(manifold="spd", epsilon=5.0, radius=2.0, classes=[0, 1],
+                     random_state=0).fit(train, np.repeat([0, 1], 20))
+    with pytest.raises(ValueError, match="not positive definite"):
+        est.predict(x)

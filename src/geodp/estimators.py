@@ -107,13 +107,16 @@ def _ledger(accountant) -> BudgetLedger | MemoryLedger:
 
 def _records(est: BaseEstimator, X, reset: bool) -> np.ndarray:
     """X validated (finite floats, at least 2-D: one record per row) and, at fit, the manifold
-    resolved from its records' shape (``manifold_``)."""
+    resolved from its records' shape (``manifold_``); after fit, records off the fitted manifold
+    are refused."""
     X = _sk_validate(est, X, reset=reset, allow_nd=True, dtype=np.float64)
     if reset:
         est.manifold_ = manifold_for_data(est.manifold, X.shape[1:])
     elif tuple(X.shape[1:]) != tuple(est.manifold_.point_shape):
         raise ValueError(f"X has records of shape {X.shape[1:]}, but {type(est).__name__} was "
                          f"fitted on {est.manifold_!r}")
+    else:  # at fit the release checks its records; new records are checked here
+        est.manifold_.check_point(X)
     return X
 
 

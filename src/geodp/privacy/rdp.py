@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import optimize, special
 
-from .conversions import check_count, check_delta, check_positive, gdp_epsilon, gdp_mu, rdp_to_approx
+from .conversions import check_count, check_delta, check_positive, gdp_mu, rdp_to_approx
 from .pld import PLDAccountant, subsampled_gaussian_epsilon
 
 #: Orders at which curves are tracked. Fractional orders wherever the optimum can fall: a
@@ -320,7 +320,7 @@ def composed_epsilon(noise_multiplier: float, delta: float, sample_rate: float =
     """Epsilon at ``delta`` of ``steps`` subsampled Gaussian steps by the chosen accountant.
 
     With ``accountant="pld"`` and ``sample_rate=1`` the composition is exactly sqrt(T)/z-GDP, and
-    its epsilon is read from the closed form (``gdp_epsilon``) instead of a discretised PLD.
+    ``PLDAccountant`` reads its epsilon from the closed form (``gdp_epsilon``).
 
     Examples
     --------
@@ -333,10 +333,6 @@ def composed_epsilon(noise_multiplier: float, delta: float, sample_rate: float =
         return RDPAccountant().compose_gaussian(noise_multiplier, steps, sample_rate,
                                                 sampling).epsilon(delta)
     if accountant == "pld":
-        if sample_rate == 1.0 and sampling == "poisson" and steps > 0:
-            # T full-batch Gaussian steps are exactly sqrt(T)/z-GDP: no discretisation needed
-            return gdp_epsilon(np.sqrt(steps) / check_positive("noise_multiplier",
-                                                               noise_multiplier), delta)
         return PLDAccountant().compose_gaussian(noise_multiplier, steps, sample_rate,
                                                 sampling).epsilon(delta)
     raise ValueError(f"accountant must be one of {ACCOUNTANTS}, got {accountant!r}")

@@ -360,12 +360,15 @@ def test_fast_pld_calibration_agrees_with_the_brent_search(args, old, monkeypatc
     z = noise_multiplier_for(*args)
     assert len(full) <= 4  # the fast path, not the fallback search (about 20 evaluations)
     monkeypatch.undo()
-    assert abs(z / old - 1) <= 1e-6 and z >= old * (1 - 1e-9)
+    # the Brent answer lies up to 2e-7 above its root (xtol 1e-7 on log z, then a step of 1e-7)
+    assert abs(z / old - 1) <= 1e-6 and z >= old * (1 - 3e-7)
     # meets the target by the accountant's own evaluation, and is minimal to 1e-6
     assert composed_epsilon(z, delta, q, steps) <= eps
     assert composed_epsilon(z * (1 - 1e-6), delta, q, steps) > eps
-    # and by an independent evaluation: a finer grid (connect-the-dots is pessimistic at any step)
-    fine = PLDAccountant(step=3e-5).compose_gaussian(z, steps, q)
+    # and by an independent evaluation on a finer grid nested in the accountant's (connect-the-dots
+    # on the coarser grid is that of the finer PLD, which it dominates; on a grid not nested in
+    # it, e.g. 3e-5, the two may differ either way by 1e-8)
+    fine = PLDAccountant(step=5e-5).compose_gaussian(z, steps, q)
     assert fine.epsilon(delta) <= eps
 
 

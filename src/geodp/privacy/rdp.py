@@ -348,8 +348,8 @@ def noise_multiplier_for(epsilon: float, delta: float, sample_rate: float = 1.0,
     (at ``sample_rate=1`` the composition is exactly sqrt(T)/z-GDP: the closed form is used, as by
     ``composed_epsilon``); ``"rdp"`` uses ``RDPAccountant`` (also sampling without replacement).
     epsilon(z) is decreasing in z. RDP: bracket geometrically, then Brent's method on log z.
-    PLD: the RDP answer bounds z from above; a secant on coarse grids (steps 1e-3 and 2e-3,
-    extrapolated in step^2 to the accountant's 1e-4) locates the root, then Newton steps on the
+    PLD: a secant on coarse grids (steps 1e-3 and 3e-4, extrapolated in step^2 to the
+    accountant's 1e-4) locates the root, then Newton steps on the
     accountant's own epsilon finish it (usually one or two full evaluations). Either way the
     returned z has been evaluated by the accountant itself and meets the target there.
 
@@ -411,7 +411,7 @@ def noise_multiplier_for(epsilon: float, delta: float, sample_rate: float = 1.0,
 
 
 #: Grid steps of the coarse PLD evaluations steering the PLD calibration (``_pld_multiplier``).
-_COARSE_STEPS = (1e-3, 2e-3)
+_COARSE_STEPS = (1e-3, 3e-4)
 #: Relative tolerance on z of ``noise_multiplier_for``, and the margin aimed above the root.
 _Z_TOL, _Z_MARGIN = 1e-6, 3e-7
 
@@ -424,8 +424,10 @@ def _pld_multiplier(epsilon: float, delta: float, q: float, steps: int,
        Gaussian steps are about mu-GDP with mu = q sqrt(T (e^(1/z^2) - 1))), a guess only.
     2. A safeguarded secant on log z finds the root of the coarse epsilon e_h (grid step
        h = 1e-3, a few ms each) to about 1e-6; e_h - e_0 ~ c h^2 (connect-the-dots), so one
-       evaluation at 2h gives the offset to the accountant's grid (h0 = 1e-4), and the slope
-       d e / d log z of the secant turns it into a move of log z.
+       evaluation at h2 = 3e-4 gives the offset to the accountant's grid (h0 = 1e-4), and the
+       slope d e / d log z of the secant turns it into a move of log z. (c varies by some 0.2%
+       from step to step; from h2 = 3e-4 rather than 2e-3 the offset errs some 30 times less,
+       and the first full evaluation usually lands within the tolerance.)
     3. Newton steps on ``excess`` (the accountant's own epsilon, step 1e-4) with that slope
        (replaced by the secant of two full evaluations once they are apart), each aimed
        ``_Z_MARGIN`` above the predicted root; stop at a point that meets the target with the

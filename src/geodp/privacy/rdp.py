@@ -488,6 +488,11 @@ def _pld_multiplier(epsilon: float, delta: float, q: float, steps: int,
     # the offset of the accountant's grid, extrapolated in step^2 from h1 and h2
     shift = (coarse(x1, h2) - f1) * (h1 ** 2 - DEFAULT_STEP ** 2) / (h2 ** 2 - h1 ** 2)
     root = x1 - (f1 - shift) / slope
+    # the move shift / slope is some 1e-3: one more coarse point refines the slope it rests on
+    f2 = coarse(root)
+    if np.isfinite(f2) and f2 != f1 and (f2 - f1) / (root - x1) < 0:
+        slope = (f2 - f1) / (root - x1)
+        root -= (f2 - shift) / slope
     full: list[tuple[float, float]] = []
     for _ in range(6):
         x = root + _Z_MARGIN

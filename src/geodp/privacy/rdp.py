@@ -350,7 +350,7 @@ def noise_multiplier_for(epsilon: float, delta: float, sample_rate: float = 1.0,
     epsilon(z) is decreasing in z. RDP: bracket geometrically, then Brent's method on log z.
     PLD: a secant on coarse grids (steps 1e-3 and 3e-4, extrapolated in step^2 to the
     accountant's 1e-4) locates the root, then Newton steps on the
-    accountant's own epsilon finish it (usually one or two full evaluations). Either way the
+    accountant's own epsilon finish it (usually one full evaluation). Either way the
     returned z has been evaluated by the accountant itself and meets the target there.
 
     A pure function of public numbers, so answers are cached (256 most recent arguments): a
@@ -426,13 +426,15 @@ def _pld_multiplier(epsilon: float, delta: float, q: float, steps: int,
        h = 1e-3, a few ms each) to about 1e-6; e_h - e_0 ~ c h^2 (connect-the-dots), so one
        evaluation at h2 = 3e-4 gives the offset to the accountant's grid (h0 = 1e-4), and the
        slope d e / d log z of the secant turns it into a move of log z. (c varies by some 0.2%
-       from step to step; from h2 = 3e-4 rather than 2e-3 the offset errs some 30 times less,
-       and the first full evaluation usually lands within the tolerance.)
+       from step to step; from h2 = 3e-4 rather than 2e-3 the offset errs some 30 times less.)
+       The offset (about 1e-3) needs the slope to 1e-4: one more coarse point at the predicted
+       root refines it.
     3. Newton steps on ``excess`` (the accountant's own epsilon, step 1e-4) with that slope
        (replaced by the secant of two full evaluations once they are apart), each aimed
        ``_Z_MARGIN`` above the predicted root; stop at a point that meets the target with the
-       predicted root within ``_Z_TOL`` below it (usually after two full evaluations). Only
-       points ``excess`` has certified are returned.
+       predicted root within ``_Z_TOL`` below it (usually after one full evaluation; two or three
+       where the per-step losses span only a few coarse steps, e.g. q = 1e-3). Only points
+       ``excess`` has certified are returned.
     """
     from .pld import DEFAULT_STEP
 

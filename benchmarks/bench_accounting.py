@@ -8,7 +8,7 @@ Prints, for Poisson-subsampled Gaussians at delta = 1e-5:
   timed alternately cell by cell for ``--rounds`` rounds. Both discretise the privacy loss on
   a grid of step 1e-4 by connect-the-dots and truncate tails of 1e-15 (dp-accounting's defaults;
   geodp also folds truncation and FFT rounding into delta, and composes full batches, q = 1, in
-  closed form). Per cell: both epsilons and their relative difference, both median times, the
+  closed form). Short cells take more rounds (``CELL_SECONDS``). Per cell: both epsilons and their relative difference, both median times, the
   speed-up (dp-accounting's time / geodp's) of the medians and its range over rounds; then the
   median and minimum speed-up and the count of cells below 1.0x (target: none);
 - long: the T = 10^5 composition at z = 1.1, q = 0.01 (target: under 2 s on 2 cores);
@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import logging
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -71,12 +72,19 @@ def geodp_pld(z: float, q: float, steps: int) -> float:
     return PLDAccountant().compose_gaussian(z, steps, q).epsilon(DELTA)
 
 
+#: A cell's calls alternate until each has taken about this long in all (at most 25 rounds): a
+#: call of a few ms is otherwise judged on a handful of samples of a noisy machine.
+CELL_SECONDS = 0.5
+
+
 def pld_grid(peer, rounds: int = 3, cells=GRID) -> list[dict]:
-    """One row per cell: epsilons, median times and speed-ups over ``rounds`` alternations."""
+    """One row per cell: epsilons, median times and speed-ups over at least ``rounds``
+    alternations, after one untimed call of each (one-off costs: imports, FFT plans)."""
     rows = []
     for z, q, steps in cells:
-        times, eps = alternate({"geodp": lambda: geodp_pld(z, q, steps),
-                                "dp-accounting": lambda: peer(z, q, steps)}, rounds)
+        calls = {"geodp": lambda: geodp_pld(z, q, steps), "dp-accounting": lambda: peer(z, q, steps)}
+        slowest = max(t[0] for t in alternate(calls, 1)[0].values())
+        times, eps = alternate(calls, max(rounds, min(25, math.ceil(CELL_SECONDS / slowest))))
         speed = ratios(times["dp-accounting"], times["geodp"])
         med = statistics.median(times["dp-accounting"]) / statistics.median(times["geodp"])
         rows.append({"z": z, "q": q, "T": steps, "geodp eps": f"{eps['geodp']:.6g}",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -28,6 +29,41 @@ def best_time(fn: Callable[[], object], repeats: int = 3) -> tuple[float, object
         elapsed = time.perf_counter() - t0
         best, total, calls = min(best, elapsed), total + elapsed, calls + 1
     return best, out
+
+
+def alternate(calls: dict[str, Callable[[], object]],
+              rounds: int = 3) -> tuple[dict[str, list[float]], dict]:
+    """Wall times of one call of each of ``calls`` per round, the calls taking turns (their order
+    reversed every other round, so that none always runs first on a machine whose load
+    drifts), and the last result of each."""
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    results: dict = {}
+    names = list(calls)
+    for r in range(rounds):
+        for name in names if r % 2 == 0 else names[::-1]:
+            t0 = time.perf_counter()
+            results[name] = calls[name]()
+            times[name].append(time.perf_counter() - t0)
+    return times, results
+
+
+def ratios(numerator: list[float], denominator: list[float]) -> list[float]:
+    """Round-by-round ratios of two lists of times from ``alternate``."""
+    return [a / b for a, b in zip(numerator, denominator)]
+
+
+def span(values: list[float], fmt: str = ".3g", unit: str = "") -> str:
+    """"median [min-max]" of repeated measurements."""
+    return (f"{statistics.median(values):{fmt}}{unit} [{min(values):{fmt}}-"
+            f"{max(values):{fmt}}{unit}]")
+
+
+def load_average() -> str:
+    """The 1-minute load average and the core count, to print beside timings of a shared machine."""
+    try:
+        return f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    except OSError:
+        return f"{os.cpu_count()} cores"
 
 
 def geomstats_python() -> Path | None:

@@ -12,6 +12,7 @@ diagonal are left as they come).
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 Array = np.ndarray
 
@@ -27,13 +28,14 @@ def lower_entries(x: Array) -> Array:
     return e
 
 
-def cholesky_lower(e: Array) -> Array:
+def cholesky_lower(e: Array, out: Array | None = None) -> Array:
     """Lower Cholesky factor L (entries layout, lower triangle) of the symmetric matrices whose
     lower entries are e (left-looking, column by column: L_jj^2 = e_jj - sum_k<j L_jk^2,
-    L_ij = (e_ij - sum_k<j L_ik L_jk) / L_jj). A matrix that is not numerically positive
-    definite gets NaN (or infinite) entries from its first failing column on."""
+    L_ij = (e_ij - sum_k<j L_ik L_jk) / L_jj), into ``out`` if given (which may be e itself:
+    column j of e is read before column j of L is written). A matrix that is not numerically
+    positive definite gets NaN (or infinite) entries from its first failing column on."""
     n = len(e)
-    low = np.empty_like(e)
+    low = np.empty_like(e) if out is None else out
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         for j in range(n):
             s = e[j:, j].copy()
@@ -44,12 +46,14 @@ def cholesky_lower(e: Array) -> Array:
     return low
 
 
-def solve_lower(f: Array, g: Array, swap: Array) -> Array:
+def solve_lower(f: Array, g: Array, swap: Array, out: Array | None = None) -> Array:
     """F^-1 G for lower-triangular F and G (entries layout), each pair exchanged where ``swap``
     (batch shape) is True: lower triangular, by forward substitution row by row,
-    C_i = (G_i - sum_k<i F_ik C_k) / F_ii (each row of C nonzero up to its diagonal only)."""
+    C_i = (G_i - sum_k<i F_ik C_k) / F_ii (each row of C nonzero up to its diagonal only); into
+    ``out`` if given, which may be f or g (row i of both is read before row i of C is written,
+    and later rows are never written early)."""
     n = len(f)
-    c = np.empty_like(g)
+    c = np.empty_like(g) if out is None else out
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         for i in range(n):
             fi = np.where(swap, g[i, :i + 1], f[i, :i + 1])
@@ -60,11 +64,12 @@ def solve_lower(f: Array, g: Array, swap: Array) -> Array:
     return c
 
 
-def gram_lower(c: Array, upper: bool = False) -> Array:
+def gram_lower(c: Array, upper: bool = False, out: Array | None = None) -> Array:
     """C C^T for lower-triangular C (entries layout): entry (i, j) is
-    sum_{k <= min(i, j)} C_ik C_jk; the lower triangle, and the upper one too if ``upper``."""
+    sum_{k <= min(i, j)} C_ik C_jk; the lower triangle, and the upper one too if ``upper``; into
+    ``out`` if given (not c)."""
     n = len(c)
-    z = np.empty_like(c)
+    z = np.empty_like(c) if out is None else out
     with np.errstate(invalid="ignore", over="ignore"):
         for i in range(n):
             acc = c[:i + 1, 0] * c[i, 0]
@@ -76,69 +81,58 @@ def gram_lower(c: Array, upper: bool = False) -> Array:
     return z
 
 
-def inverse_lower(d: Array) -> Array:
-    """L^-1 for lower-triangular L (entries layout), zero above the diagonal: row by row,
-    X_ii = 1 / L_ii and X_ij = -X_ii sum_{j <= k < i} L_ik X_kj."""
-    n = len(d)
-    x = np.zeros_like(d)
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        for i in range(n):
-            np.divide(1.0, d[i, i], out=x[i, i])
-            if i:
-                acc = np.zeros((i,) + d.shape[2:])
-                for k in range(i):
-                    acc[:k + 1] += d[i, k] * x[k, :k + 1]
-                np.multiply(acc, -x[i, i], out=x[i, :i])
-    return x
-
-
-#: ``inverse_lower_blocked`` inverts diagonal blocks of at most this size entry by entry.
+#: ``inverse_blocked`` inverts diagonal blocks of at most this size entry by entry (measured,
+#: SPD(n) Cholesky factors in 1.5 MB blocks: leaves of 4 beat leaves of 2 and 8 at n = 8..32 by
+#: 0-30%).
 LEAF = 4
 
 
-def _block_plan(n: int) -> tuple[int, int]:
-    """(leaf size b, number of leaves m = 2^k): the fewest halvings leaving blocks of at most
-    ``LEAF``; n is padded to b m."""
-    m = 1
-    while -(-n // m) > LEAF:
-        m *= 2
-    return -(-n // m), m
+def _diagonal_blocks(x: Array, b: int) -> Array:
+    """The diagonal b x b blocks of C-contiguous (count, s, s) matrices as a writable strided
+    view (count, s / b, b, b): block k starts at entry (k b, k b)."""
+    count, s, _ = x.shape
+    st = x.strides
+    return as_strided(x, shape=(count, s // b, b, b),
+                      strides=(st[0], b * (st[1] + st[2]), st[1], st[2]))
+
+
+def _leaf_inverses(x: Array, t: Array, lower: bool) -> None:
+    """x := the inverses of the triangular blocks t (strided views (..., b, b) of
+    ``_diagonal_blocks``), entry by entry: X_ii = 1 / T_ii and, below the diagonal (above it
+    for upper blocks), X_ij = -X_ii sum_k T_ik X_kj over j <= k < i (upper: i < k <= j)."""
+    b = t.shape[-1]
+    rows = range(b) if lower else range(b - 1, -1, -1)
+    for i in rows:
+        np.divide(1.0, t[..., i, i], out=x[..., i, i])
+        for j in (range(i) if lower else range(i + 1, b)):
+            ks = range(j, i) if lower else range(i + 1, j + 1)
+            acc = t[..., i, ks[0]] * x[..., ks[0], j]
+            for k in ks[1:]:
+                acc += t[..., i, k] * x[..., k, j]
+            np.multiply(acc, -x[..., i, i], out=x[..., i, j])
 
 
 def inverse_blocked(t: Array, lower: bool = True) -> Array:
-    """T^-1 for triangular T (..., n, n) (standard layout, zero on the other side of the
-    diagonal; ``lower`` or upper), by recursive doubling: the diagonal blocks of ``_block_plan``
-    inverted entry by entry (upper ones as lower-triangular transposes), all in one
-    ``inverse_lower``, then level by level [[A, 0], [B, C]]^-1 = [[A^-1, 0], [-C^-1 B A^-1,
-    C^-1]] (upper: [[A, B], [0, C]]^-1 = [[A^-1, -A^-1 B C^-1], [0, C^-1]]) on every diagonal
-    block pair, two batched products each on views of contiguous arrays. Padded with the
-    identity where n is not b 2^k."""
+    """T^-1 for triangular T (..., n, n) (zero on the other side of the diagonal; ``lower`` or
+    upper), by recursive doubling: n = b 2^k with b <= ``LEAF`` where n allows (else the
+    fewest halvings that leave an integer b), the diagonal b x b blocks inverted entry by entry,
+    then level by level [[A, 0], [B, C]]^-1 = [[A^-1, 0], [-C^-1 B A^-1, C^-1]] (upper:
+    [[A, B], [0, C]]^-1 = [[A^-1, -A^-1 B C^-1], [0, C^-1]]) on all diagonal block pairs at once,
+    two batched products on strided views. Against LAPACK's ``inv`` (which factors T again):
+    2-5x faster for n = 4..32."""
     t = np.asarray(t, dtype=float)
     batch, n = t.shape[:-2], t.shape[-1]
-    b, m = _block_plan(n)
-    size = b * m
-    t = t.reshape((-1, n, n))
-    if size != n:
-        padded = np.zeros((len(t), size, size))
-        padded[:, :n, :n] = t
-        idx = np.arange(n, size)
-        padded[:, idx, idx] = 1.0
-        t = padded
-    leaves = np.empty((b, b, m, len(t)))
-    for i in range(m):
-        block = np.moveaxis(t[:, i * b:(i + 1) * b, i * b:(i + 1) * b], 0, -1)
-        leaves[:, :, i] = block if lower else block.swapaxes(0, 1)
-    inv = inverse_lower(leaves)
+    t = np.ascontiguousarray(t.reshape((-1, n, n)))
+    b = n
+    while b % 2 == 0 and b > LEAF:
+        b //= 2
     x = np.zeros_like(t)
-    for i in range(m):
-        block = np.moveaxis(inv[:, :, i], -1, 0)
-        x[:, i * b:(i + 1) * b, i * b:(i + 1) * b] = block if lower else block.swapaxes(-1, -2)
-    while b < size:
-        for s in range(0, size, 2 * b):
-            one, two = slice(s, s + b), slice(s + b, s + 2 * b)
-            if lower:
-                x[:, two, one] = -(x[:, two, two] @ (t[:, two, one] @ x[:, one, one]))
-            else:
-                x[:, one, two] = -(x[:, one, one] @ (t[:, one, two] @ x[:, two, two]))
+    _leaf_inverses(_diagonal_blocks(x, b), _diagonal_blocks(t, b), lower)
+    while b < n:
+        d, tv = _diagonal_blocks(x, 2 * b), _diagonal_blocks(t, 2 * b)
+        if lower:
+            d[..., b:, :b] = -(d[..., b:, b:] @ (tv[..., b:, :b] @ d[..., :b, :b]))
+        else:
+            d[..., :b, b:] = -(d[..., :b, :b] @ (tv[..., :b, b:] @ d[..., b:, b:]))
         b *= 2
-    return x[:, :n, :n].reshape(batch + (n, n))
+    return x.reshape(batch + (n, n))

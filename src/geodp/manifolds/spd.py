@@ -113,14 +113,20 @@ class SPD(Manifold):
         return " (SPD points must be symmetric: relative asymmetry |X - X^T| / (1 + |X|))"
 
 
-def _from_eig_folded(l: Array, v: Array, fw: Array) -> Array:
+def _from_eig_folded(l: Array, v: Array, fw: Array, spare: Array | None = None) -> Array:
     """M diag(fw) M^T with M = L V, exactly symmetric: M^T = V^T L^T (a product of transposed
     operands, which BLAS reads in place), then H = M diag(fw / 2) M^T (one product, with M as the
     transpose of the contiguous M^T) and H + H^T, which equals sym(M diag(fw) M^T) to the last
-    bit (halving is exact)."""
-    mt = np.swapaxes(v, -1, -2) @ np.swapaxes(l, -1, -2)
-    half = np.swapaxes(mt, -1, -2) @ (mt * (0.5 * fw)[..., :, None])
-    return half + np.swapaxes(half, -1, -2)
+    bit (halving is exact). v (overwritten) and ``spare`` (an array no longer needed, of the
+    result's shape) hold the intermediate results: fewer fresh batch-sized arrays, which cost
+    cache misses or page faults."""
+    shape = np.broadcast_shapes(v.shape, l.shape)
+    if spare is None or spare.shape != shape or v.shape != shape:
+        spare, v = np.empty(shape), np.array(v)
+    mt = np.matmul(np.swapaxes(v, -1, -2), np.swapaxes(l, -1, -2), out=spare)
+    scaled = np.multiply(mt, (0.5 * fw)[..., :, None], out=v)
+    half = np.swapaxes(mt, -1, -2) @ scaled
+    return np.add(half, np.swapaxes(half, -1, -2), out=mt)
 
 
 def _log_norm(lam: Array) -> Array:
@@ -177,7 +183,7 @@ def _pair_distances_lapack(p: Array, q: Array) -> Array:
 #: pairs, reduce the pencils entry by entry (``_pair_distances_entrywise``); larger n, in
 #: batches of at least INVERSE_MIN_PAIRS, by an inverse factor (``_pair_distances_inverse``);
 #: smaller batches by LAPACK solves (``_pair_distances_lapack``), which call NumPy least often.
-ENTRYWISE_MAX_N = 6
+ENTRYWISE_MAX_N = 7
 ENTRYWISE_MIN_PAIRS = 64
 INVERSE_MIN_PAIRS = 16
 
@@ -190,15 +196,16 @@ def _pair_distances_entrywise(p: Array, q: Array) -> Array:
     entry (``_triangular``), then one batched ``eigvalsh``. Pairs with a matrix that is not
     numerically positive definite are recomputed by ``_pair_distances_lapack``."""
     n = p.shape[-1]
-    lp, lq = tri.cholesky_lower(tri.lower_entries(p)), tri.cholesky_lower(tri.lower_entries(q))
+    ep, eq = tri.lower_entries(p), tri.lower_entries(q)  # two buffers for the whole reduction
+    lp, lq = tri.cholesky_lower(ep, out=ep), tri.cholesky_lower(eq, out=eq)
     dp, dq = [lp[i, i] for i in range(n)], [lq[i, i] for i in range(n)]
     low_p, high_p = reduce(np.minimum, dp), reduce(np.maximum, dp)
     low_q, high_q = reduce(np.minimum, dq), reduce(np.maximum, dq)
     with np.errstate(invalid="ignore", divide="ignore"):
         swap = _reduction_swap(np.nan_to_num(high_p / low_p, nan=np.inf),
                                np.nan_to_num(high_q / low_q, nan=np.inf), p, q)
-    c = tri.solve_lower(lp, lq, swap)
-    z = np.moveaxis(tri.gram_lower(c, upper=n <= 3), (0, 1), (-2, -1))
+    c = tri.solve_lower(lp, lq, swap, out=lq)
+    z = np.moveaxis(tri.gram_lower(c, upper=n <= 3, out=lp), (0, 1), (-2, -1))
     bad = ~((low_p > 0) & (low_q > 0) & np.isfinite(high_p) & np.isfinite(high_q))
     if not np.any(bad):
         return _log_norm(mx.eigvalsh(z, symmetric=True))
@@ -255,10 +262,11 @@ def _pair_distances_inverse(p: Array, q: Array) -> Array:
     loses digits that forward substitution keeps; |R|_F^2 is the trace of F), or not positive
     definite, are recomputed by ``_pair_distances_lapack``."""
     f, g = _ordered(p, q, _first_of_pair(p, q))
-    u = tri.inverse_blocked(_cholesky_lapack(f, upper=True), lower=False)
+    r = _cholesky_lapack(f, upper=True)
+    u = tri.inverse_blocked(r, lower=False)
     with np.errstate(invalid="ignore", over="ignore"):
         ok = np.trace(f, axis1=-2, axis2=-1) * mx.frob(u, u) <= mx.WELL_CONDITIONED**2
-        z = (np.swapaxes(u, -1, -2) @ g) @ u
+        z = np.matmul(np.matmul(np.swapaxes(u, -1, -2), g, out=r), u, out=g if g is not q else None)
     if np.all(ok):
         return _log_norm(mx.eigvalsh(z, symmetric=True))
     out = _log_norm(mx.eigvalsh(np.where(ok[..., None, None], z, np.eye(p.shape[-1])), symmetric=True))
@@ -410,7 +418,7 @@ class AffineInvariantSPD(SPD):
         if self.n <= 3:
             return mx.congruence(l, mx.funcm(z, f), lower=True)
         w, v = mx.eigh(z, symmetric=True)
-        return _from_eig_folded(l, v, f(w))
+        return _from_eig_folded(l, v, f(w), spare=z)
 
     @threaded
     def exp(self, p: Array, v: Array) -> Array:
@@ -451,7 +459,7 @@ class AffineInvariantSPD(SPD):
         record (sum_i w_i V_i diag(log l_i) V_i^T as one product of the stacked eigenvectors),
         and the Hessian of F at p (``MeanHessian``) from the same eigendecompositions."""
         l, linv = self._factor(p)
-        lam, vecs = mx.eigh(self._whiten(np.expand_dims(linv, -3), x), symmetric=True)
+        lam, vecs = mx.eigh(self._whiten(np.expand_dims(linv, -3), x, exact=False), symmetric=True)
         logs = np.log(lam)
         weights = np.asarray(weights, dtype=float)
         value = 0.5 * np.sum(weights * rowdot(logs, logs), axis=-1)
@@ -503,10 +511,16 @@ class AffineInvariantSPD(SPD):
         if self.n <= 3:
             e = mx.matmul(mx.matmul(l, mx.funcm(self._whiten(linv, q), np.sqrt)), linv)
             return mx.congruence(e, v)
-        w, u = mx.eigh(self._whiten(linv, q, exact=False), symmetric=True)
-        mt = np.swapaxes(u, -1, -2) @ np.swapaxes(l, -1, -2)
-        et = (np.ascontiguousarray(np.swapaxes(linv, -1, -2)) @ u * np.sqrt(w)[..., None, :]) @ mt
-        return mx.sym((np.swapaxes(et, -1, -2) @ v) @ et)
+        z = self._whiten(linv, q, exact=False)
+        w, u = mx.eigh(z, symmetric=True)
+        nt = np.ascontiguousarray(np.swapaxes(linv, -1, -2)) @ u
+        nt *= np.sqrt(w)[..., None, :]
+        if z.shape != u.shape:  # broadcast shapes: no buffer to reuse
+            z = np.empty(u.shape)
+        et = np.matmul(nt, np.matmul(np.swapaxes(u, -1, -2), np.swapaxes(l, -1, -2), out=z), out=u)
+        g = np.swapaxes(et, -1, -2) @ v
+        g = np.matmul(g, et, out=g if g.shape == et.shape else None)
+        return mx.sym(g)
 
     def exp_adjoints(self, p: Array, v: Array, e: Array) -> tuple[Array, Array]:
         """In the frame whitened by P = L L^T, with L^-1 V L^-T = U diag(l) U^T: transport e back

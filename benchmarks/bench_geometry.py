@@ -99,17 +99,21 @@ def pyriemann_cases(scale):
 
 
 def _pyriemann_ops():
-    from pyriemann.utils.distance import distance_riemann
-    from pyriemann.utils.mean import mean_riemann
+    """(exp, log, distance, mean, transport) of pyRiemann's affine-invariant metric, from
+    ``pyriemann.geometry`` (0.12 on) or ``pyriemann.utils`` (before)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        from pyriemann.utils.tangentspace import exp_map_riemann, log_map_riemann
-    return exp_map_riemann, log_map_riemann, distance_riemann, mean_riemann
+        try:
+            from pyriemann.geometry import distance, mean, tangentspace
+        except ImportError:
+            from pyriemann.utils import distance, mean, tangentspace
+    return (tangentspace.exp_map_riemann, tangentspace.log_map_riemann, distance.distance_riemann,
+            mean.mean_riemann, tangentspace.transport_riemann)
 
 
 def pyriemann_rows(scale, repeats=3):
     try:
-        exp_map_riemann, log_map_riemann, distance_riemann, mean_riemann = _pyriemann_ops()
+        exp_map_riemann, log_map_riemann, distance_riemann, mean_riemann, _ = _pyriemann_ops()
     except ImportError:
         print("pyRiemann not installed (pip install pyriemann): skipping its rows")
         return []
@@ -146,7 +150,7 @@ def sweep_rows():
     ``SWEEP_MEAN_MAX`` matrices) at every n of ``SWEEP_N`` and batch of ``SWEEP_COUNTS``: the
     sizes users meet, from a hundred EEG trials to 10^5 matrices."""
     try:
-        exp_map, log_map, distance, mean = _pyriemann_ops()
+        exp_map, log_map, distance, mean, _ = _pyriemann_ops()
     except ImportError:
         print("pyRiemann not installed (pip install pyriemann): no sweep")
         return []
@@ -211,12 +215,15 @@ def floor_kernels(m, c, x, y, peers):
     """kernel -> (geodp call, the LAPACK work it cannot avoid, pyRiemann's call or None). The
     floors run on the whitened batch Z = L^-1 X L^-T (c = L L^T): eigh for exp, log, transport
     and the Fréchet-mean pass (one gradient-and-Hessian pass over the records), eigvalsh for the
-    distance to one base point, and cholesky(Y) + eigvalsh(X) for the distance between two
-    batches."""
+    distance to one base point, and cholesky(Y) + eigvalsh of the reduced pencil
+    L_Y^-1 X L_Y^-T for the distance between two batches (the eigenvalue solver's time depends
+    on the spectrum: on digits-covariance, eigvalsh(X) takes 0.92x eigvalsh of the pencil)."""
     from geodp.chunked import as_sample
 
     linv = np.linalg.inv(np.linalg.cholesky(c))
     z = linv @ x @ linv.T
+    ly = np.linalg.inv(np.linalg.cholesky(y))
+    pencil = ly @ x @ np.swapaxes(ly, -1, -2)  # the reduced pencil (X, Y), as LAPACK's sygst makes it
     v = m.log(c, x)
     data = as_sample(m, x)
     exp_map, log_map, distance, transport = peers
@@ -224,7 +231,7 @@ def floor_kernels(m, c, x, y, peers):
         "exp": (lambda: m.exp(c, v), lambda: np.linalg.eigh(z), lambda: exp_map(v, c, Cm12=True)),
         "log": (lambda: m.log(c, x), lambda: np.linalg.eigh(z), lambda: log_map(x, c, C12=True)),
         "dist": (lambda: m.dist(c, x), lambda: np.linalg.eigvalsh(z), lambda: distance(x, c)),
-        "dist(X, Y)": (lambda: m.dist(x, y), lambda: (np.linalg.cholesky(y), np.linalg.eigvalsh(x)),
+        "dist(X, Y)": (lambda: m.dist(x, y), lambda: (np.linalg.cholesky(y), np.linalg.eigvalsh(pencil)),
                        lambda: distance(x, y)),
         "transport": (lambda: m.transport(c, x, v), lambda: np.linalg.eigh(z),
                       lambda: transport(v, c, x)),
@@ -278,7 +285,7 @@ def floor_row(label, count, kernel, calls, rounds, inner):
         ratios["x floor"].append(c1 / f_cpu)
         ratios["scaling"].append(w1 / w2)
         if peer is not None:
-            wp, _ = _timed(peer, None, inner)
+            wp, _ = _timed(peer, 1, inner)
             ratios["vs pyR"].append(wp / w2)
             ratios["vs pyR 1t"].append(wp / w1)
     row = {"case": label, "kernel": kernel, "N": count, "floor us": f"{np.median(floor_us):.3g}"}
@@ -290,11 +297,8 @@ def floor_row(label, count, kernel, calls, rounds, inner):
 def floor_rows(scale, rounds=5, inner=3):
     """The SPD kernels against the LAPACK floor, their own single-threaded time and pyRiemann."""
     try:
-        peers = _pyriemann_ops()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            from pyriemann.utils.tangentspace import transport_riemann
-        peers = peers[:3] + (transport_riemann,)
+        exp_map, log_map, distance, _, transport = _pyriemann_ops()
+        peers = (exp_map, log_map, distance, transport)
     except ImportError:
         peers = (None,) * 4
     rows = []
@@ -343,12 +347,14 @@ def contended(scale):
 FLOOR_HEADER = """\
 Per row, median [range] over the rounds, each call timed as the best of 3:
   floor us   the LAPACK work per matrix (1 thread): eigh / eigvalsh of the whitened batch, or
-             cholesky(Y) + eigvalsh(X) for dist(X, Y). For n = 2, 3 geodp uses closed forms and
+             cholesky(Y) + eigvalsh of the reduced pencil for dist(X, Y). For n = 2, 3 geodp uses closed forms and
              the floor is what LAPACK would do; the exponential (n >= 4) uses no eigh at all.
   x floor    geodp CPU time on 1 thread (GEODP_NUM_THREADS=1, BLAS 1) / floor CPU time
   scaling    geodp wall time on 1 thread / on 2 threads
   vs pyR     pyRiemann wall time / geodp wall time on 2 threads (> 1: geodp faster);
-             vs pyR 1t: the same against geodp on 1 thread"""
+             vs pyR 1t: the same against geodp on 1 thread. pyRiemann runs with BLAS on one
+             thread: its per-matrix products gain nothing from more, and OpenBLAS threads
+             that spin beside other work made its SPD(28) log map 10x slower on a busy day"""
 
 
 def main(argv=None):

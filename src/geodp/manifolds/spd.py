@@ -9,7 +9,7 @@ import numpy as np
 from . import _matrix as mx
 from . import _triangular as tri
 from ._special import cosh_sinhc, log_sinhc
-from ._threads import map_parts, threaded
+from ._threads import map_parts, split_batch, threaded
 from .base import Array, Manifold, integer_size, rowdot, weighted_sum
 
 METRICS = ("affine", "log-euclidean")
@@ -160,12 +160,12 @@ def _cholesky_or_nan(x: Array) -> Array:
     return out
 
 
-def _reduction_swap(lp: Array, lq: Array, p: Array, q: Array) -> Array:
+def _reduction_swap(rp: Array, rq: Array, p: Array, q: Array) -> Array:
     """Per pair, whether the pencil is reduced by Q's factor rather than P's: the one with the
     smaller diagonal ratio max L_ii / min L_ii (``rp``, ``rq``, infinite for a failed factor),
     ties broken by the first differing entry; a rule symmetric in P and Q."""
-    swap = lq < lp
-    tie = lq == lp
+    swap = rq < rp
+    tie = rq == rp
     if np.any(tie):  # rare: equal condition estimates, broken by the first differing entry
         swap = np.where(tie, _lexicographically_less(q, p), swap)
     return swap
@@ -221,7 +221,7 @@ def _cholesky_lapack(x: Array, upper: bool = False) -> Array:
         return np.linalg.cholesky(a, upper=upper)
 
     try:
-        return mx.split_batch(factor, x, core_ndim=2)
+        return split_batch(factor, x, core_ndim=2)
     except np.linalg.LinAlgError:
         out = np.full(x.shape, np.nan)
         for i in np.ndindex(x.shape[:-2]):  # LAPACK refused the batch: one by one
@@ -518,9 +518,7 @@ class AffineInvariantSPD(SPD):
         if z.shape != u.shape:  # broadcast shapes: no buffer to reuse
             z = np.empty(u.shape)
         et = np.matmul(nt, np.matmul(np.swapaxes(u, -1, -2), np.swapaxes(l, -1, -2), out=z), out=u)
-        g = np.swapaxes(et, -1, -2) @ v
-        g = np.matmul(g, et, out=g if g.shape == et.shape else None)
-        return mx.sym(g)
+        return mx.sym((np.swapaxes(et, -1, -2) @ v) @ et)
 
     def exp_adjoints(self, p: Array, v: Array, e: Array) -> tuple[Array, Array]:
         """In the frame whitened by P = L L^T, with L^-1 V L^-T = U diag(l) U^T: transport e back

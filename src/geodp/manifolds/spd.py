@@ -644,12 +644,17 @@ class LogEuclideanSPD(SPD):
 
     @threaded
     def exp(self, p: Array, v: Array) -> Array:
-        """Exp_P(V) = expm(logm P + D log_P[V]) = expm(U (diag(log w) + G o (U^T V U)) U^T)."""
+        """Exp_P(V) = expm(logm P + D log_P[V]) = expm(U A U^T), A = diag(log w) + G o (U^T V U);
+        for n > 3 as U expm(A) U^T = (U Y) diag(e^a) (U Y)^T from A = Y diag(a) Y^T
+        (``_from_eig_folded``: no congruence before the eigendecomposition)."""
         w, u, g = self._dlog(p)
         inner = g * self._in_basis(u, v)
         idx = np.arange(self.n)
         inner[..., idx, idx] += np.log(w)
-        return mx.funcm(mx.congruence(u, inner), np.exp)
+        if self.n <= 3:
+            return mx.funcm(mx.congruence(u, inner), np.exp)
+        a, y = mx.eigh(inner, symmetric=True)
+        return _from_eig_folded(u, y, np.exp(a), spare=inner)
 
     def _dexp_at_log(self, p: Array, s: Array, minus: Array | float | None = None) -> Array:
         """D exp_{logm P}[S - minus logm P] (D exp_{logm P} is the inverse of D log_P), computed in
@@ -663,8 +668,17 @@ class LogEuclideanSPD(SPD):
 
     @threaded
     def log(self, p: Array, q: Array) -> Array:
-        """Log_P(Q) = D exp_{logm P}[logm Q - logm P]."""
-        return self._dexp_at_log(p, mx.funcm(q, np.log), 1.0)
+        """Log_P(Q) = D exp_{logm P}[logm Q - logm P]; for n > 3 with logm Q = V diag(log l) V^T
+        taken to P's eigenbasis U in one step, U^T logm Q U = (U^T V) diag(log l) (U^T V)^T
+        (``_from_eig_folded``), instead of forming logm Q first."""
+        if self.n <= 3:
+            return self._dexp_at_log(p, mx.funcm(q, np.log), 1.0)
+        lam, vq = mx.eigh(q)
+        w, u = mx.eigh(p)
+        diff = _from_eig_folded(np.swapaxes(u, -1, -2), vq, np.log(lam))
+        idx = np.arange(self.n)
+        diff[..., idx, idx] -= np.log(w)
+        return mx.congruence(u, mx.divided_differences_exp(np.log(w)) * diff)
 
     def mean_log_and_value(self, p: Array, x: Array, weights: Array) -> tuple[Array, Array]:
         """D exp_{logm P}[sum_i w_i logm X_i - (sum_i w_i) logm P] (one matrix logarithm per point)

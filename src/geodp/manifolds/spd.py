@@ -122,7 +122,7 @@ def _from_eig_folded(l: Array, v: Array, fw: Array, spare: Array | None = None) 
     cache misses or page faults."""
     shape = np.broadcast_shapes(v.shape, l.shape)
     if spare is None or spare.shape != shape or v.shape != shape:
-        spare, v = np.empty(shape), np.array(v)
+        spare, v = np.empty(shape), np.array(np.broadcast_to(v, shape))
     mt = np.matmul(np.swapaxes(v, -1, -2), np.swapaxes(l, -1, -2), out=spare)
     scaled = np.multiply(mt, (0.5 * fw)[..., :, None], out=v)
     half = np.swapaxes(mt, -1, -2) @ scaled

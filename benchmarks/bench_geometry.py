@@ -12,6 +12,7 @@ import argparse
 import subprocess
 import sys
 import tempfile
+import time
 import warnings
 from pathlib import Path
 
@@ -98,17 +99,21 @@ def pyriemann_cases(scale):
 
 
 def _pyriemann_ops():
-    from pyriemann.utils.distance import distance_riemann
-    from pyriemann.utils.mean import mean_riemann
+    """(exp, log, distance, mean, transport) of pyRiemann's affine-invariant metric, from
+    ``pyriemann.geometry`` (0.12 on) or ``pyriemann.utils`` (before)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        from pyriemann.utils.tangentspace import exp_map_riemann, log_map_riemann
-    return exp_map_riemann, log_map_riemann, distance_riemann, mean_riemann
+        try:
+            from pyriemann.geometry import distance, mean, tangentspace
+        except ImportError:
+            from pyriemann.utils import distance, mean, tangentspace
+    return (tangentspace.exp_map_riemann, tangentspace.log_map_riemann, distance.distance_riemann,
+            mean.mean_riemann, tangentspace.transport_riemann)
 
 
 def pyriemann_rows(scale, repeats=3):
     try:
-        exp_map_riemann, log_map_riemann, distance_riemann, mean_riemann = _pyriemann_ops()
+        exp_map_riemann, log_map_riemann, distance_riemann, mean_riemann, _ = _pyriemann_ops()
     except ImportError:
         print("pyRiemann not installed (pip install pyriemann): skipping its rows")
         return []
@@ -145,7 +150,7 @@ def sweep_rows():
     ``SWEEP_MEAN_MAX`` matrices) at every n of ``SWEEP_N`` and batch of ``SWEEP_COUNTS``: the
     sizes users meet, from a hundred EEG trials to 10^5 matrices."""
     try:
-        exp_map, log_map, distance, mean = _pyriemann_ops()
+        exp_map, log_map, distance, mean, _ = _pyriemann_ops()
     except ImportError:
         print("pyRiemann not installed (pip install pyriemann): no sweep")
         return []
@@ -175,6 +180,166 @@ def sweep_rows():
     return rows
 
 
+FLOOR_N = (2, 3, 4, 5, 6, 8, 12, 16, 24, 28, 32)
+FLOOR_DATASETS = ("digits-covariance", "emg-covariance", "connectomes")
+FLOOR_MIN_BATCH = 2000  # the two-thread target applies from here on
+
+
+def floor_batch(n, scale):
+    """Matrices per SPD(n) row: about 2e6 / (n^2 max(1, n/4)) (some 20-70 ms of LAPACK work),
+    at least ``FLOOR_MIN_BATCH``, at most 50,000, times ``scale``."""
+    return max(100, int(scale * min(max(FLOOR_MIN_BATCH, int(2e6 / (n * n * max(1.0, n / 4)))), 50_000)))
+
+
+def floor_cases(scale):
+    """(label, manifold, base point, batch X, batch Y): synthetic SPD(n) batches of spread 1 from
+    a base point of spread 0.5, and the real SPD data sets (X the records, Y the same records in
+    another order, the base point the first record)."""
+    from geodp import datasets
+
+    rng = np.random.default_rng(3)
+    cases = []
+    for n in FLOOR_N:
+        m = SPD(n)
+        count = floor_batch(n, scale)
+        cases.append((f"SPD({n})", m, spd_batch(m, 1, 0.5, rng)[0], spd_batch(m, count, 1.0, rng),
+                      spd_batch(m, count, 1.0, rng)))
+    for name in FLOOR_DATASETS:
+        ds = datasets.load(name)
+        x = np.asarray(ds.points, dtype=float)
+        cases.append((f"{name} {ds.manifold!r}", ds.manifold, x[0], x, np.roll(x, 1, axis=0)))
+    return cases
+
+
+def floor_kernels(m, c, x, y, peers):
+    """kernel -> (geodp call, the LAPACK work it cannot avoid on a slice of the batch, pyRiemann's
+    call or None). The floors run on the whitened batch Z = L^-1 X L^-T (c = L L^T): eigh for exp, log, transport
+    and the Fréchet-mean pass (one gradient-and-Hessian pass over the records), eigvalsh for the
+    distance to one base point, and cholesky(Y) + eigvalsh of the reduced pencil
+    L_Y^-1 X L_Y^-T for the distance between two batches (the eigenvalue solver's time depends
+    on the spectrum: on digits-covariance, eigvalsh(X) takes 0.92x eigvalsh of the pencil)."""
+    from geodp.chunked import as_sample
+
+    linv = np.linalg.inv(np.linalg.cholesky(c))
+    z = linv @ x @ linv.T
+    ly = np.linalg.inv(np.linalg.cholesky(y))
+    pencil = ly @ x @ np.swapaxes(ly, -1, -2)  # the reduced pencil (X, Y), as LAPACK's sygst makes it
+    v = m.log(c, x)
+    data = as_sample(m, x)
+    exp_map, log_map, distance, transport = peers
+
+    def eigh(part):
+        return np.linalg.eigh(z[part])
+
+    return {
+        "exp": (lambda: m.exp(c, v), eigh, lambda: exp_map(v, c, Cm12=True)),
+        "log": (lambda: m.log(c, x), eigh, lambda: log_map(x, c, C12=True)),
+        "dist": (lambda: m.dist(c, x), lambda part: np.linalg.eigvalsh(z[part]), lambda: distance(x, c)),
+        "dist(X, Y)": (lambda: m.dist(x, y),
+                       lambda part: (np.linalg.cholesky(y[part]), np.linalg.eigvalsh(pencil[part])),
+                       lambda: distance(x, y)),
+        "transport": (lambda: m.transport(c, x, v), eigh, lambda: transport(v, c, x)),
+        "mean pass": (lambda: data.total(lambda xs, ws: m.mean_log_value_and_hessian(c, xs, ws)),
+                      eigh, None),
+    }
+
+
+def _timed(fn, threads, inner):
+    """(wall, CPU) seconds, best of ``inner`` calls, with geodp on ``threads`` threads (None: as
+    installed) and BLAS on one thread where ``threads`` is 1."""
+    import os
+
+    from threadpoolctl import threadpool_limits
+
+    before = os.environ.get("GEODP_NUM_THREADS")
+    if threads is not None:
+        os.environ["GEODP_NUM_THREADS"] = str(threads)
+    try:
+        with threadpool_limits(1) if threads == 1 else threadpool_limits(None):
+            wall, cpu = float("inf"), float("inf")
+            for _ in range(inner):
+                w0, c0 = time.perf_counter(), time.process_time()
+                fn()
+                wall, cpu = min(wall, time.perf_counter() - w0), min(cpu, time.process_time() - c0)
+    finally:
+        if before is None:
+            os.environ.pop("GEODP_NUM_THREADS", None)
+        else:
+            os.environ["GEODP_NUM_THREADS"] = before
+    return wall, cpu
+
+
+def _spread(values, fmt="{:.2f}"):
+    values = np.sort(values)
+    return f"{fmt.format(np.median(values))} [{fmt.format(values[0])}-{fmt.format(values[-1])}]"
+
+
+def floor_row(label, count, kernel, calls, rounds, inner, pool):
+    """One row: per round (floor on 1 thread and split in two halves over ``pool``'s two
+    threads, geodp on 1 thread and on 2, pyRiemann; interleaved), the ratios geodp 1-thread CPU
+    time / floor CPU time, geodp 1-thread wall / 2-thread wall (beside the same ratio of the
+    floor: what two threads of plain NumPy gain on the machine at that moment), and pyRiemann
+    wall / geodp 2-thread wall (and / geodp 1-thread wall); medians and ranges."""
+    mine, floor, peer = calls
+    halves = [slice(0, count // 2), slice(count // 2, None)]
+    ratios = {"x floor": [], "scaling": [], "floor scaling": [], "vs pyR": [], "vs pyR 1t": []}
+    floor_us = []
+    for _ in range(rounds):
+        fw1, f_cpu = _timed(lambda: floor(slice(None)), 1, inner)
+        fw2, _ = _timed(lambda: list(pool.map(floor, halves)), 1, inner)
+        w1, c1 = _timed(mine, 1, inner)
+        w2, _ = _timed(mine, 2, inner)
+        floor_us.append(f_cpu / count * 1e6)
+        ratios["x floor"].append(c1 / f_cpu)
+        ratios["scaling"].append(w1 / w2)
+        ratios["floor scaling"].append(fw1 / fw2)
+        if peer is not None:
+            wp, _ = _timed(peer, 1, inner)
+            ratios["vs pyR"].append(wp / w2)
+            ratios["vs pyR 1t"].append(wp / w1)
+    row = {"case": label, "kernel": kernel, "N": count, "floor us": f"{np.median(floor_us):.3g}"}
+    row.update({k: _spread(v) for k, v in ratios.items() if v})
+    row["_median"] = {k: float(np.median(v)) for k, v in ratios.items() if v}
+    return row
+
+
+def floor_rows(scale, rounds=5, inner=3):
+    """The SPD kernels against the LAPACK floor, their own single-threaded time and pyRiemann."""
+    try:
+        exp_map, log_map, distance, _, transport = _pyriemann_ops()
+        peers = (exp_map, log_map, distance, transport)
+    except ImportError:
+        peers = (None,) * 4
+    from concurrent.futures import ThreadPoolExecutor
+
+    rows = []
+    with ThreadPoolExecutor(2) as pool:
+        for label, m, c, x, y in floor_cases(scale):
+            calls = floor_kernels(m, c, x, y, peers)
+            for kernel, (mine, floor, peer) in calls.items():
+                rows.append(floor_row(label, len(x), kernel, (mine, floor, peer if peers[0] else None),
+                                      rounds, inner, pool))
+                print(".", end="", flush=True)
+    print()
+    return rows
+
+
+def floor_summary(rows):
+    """Which rows meet the three targets (on the medians)."""
+    def count(key, ok, eligible=lambda r: True):
+        sel = [r for r in rows if key in r["_median"] and eligible(r)]
+        good = [r for r in sel if ok(r["_median"][key])]
+        bad = ", ".join(f"{r['case']} {r['kernel']} {r['_median'][key]:.2f}" for r in sel if r not in good)
+        return f"{len(good)}/{len(sel)}" + (f" (not: {bad})" if bad else "")
+
+    print("x floor <= 1.2 (1 thread):", count("x floor", lambda v: v <= 1.2))
+    print(f"2-thread scaling >= 1.7 (N >= {FLOOR_MIN_BATCH}):",
+          count("scaling", lambda v: v >= 1.7, lambda r: r["N"] >= FLOOR_MIN_BATCH))
+    print(f"  the floor's own 2-thread scaling >= 1.7 (N >= {FLOOR_MIN_BATCH}, the machine's share):",
+          count("floor scaling", lambda v: v >= 1.7, lambda r: r["N"] >= FLOOR_MIN_BATCH).split(" (")[0])
+    print("not slower than pyRiemann (geodp on 2 threads):", count("vs pyR", lambda v: v >= 1.0))
+
+
 def contended(scale):
     """The pyRiemann rows again while a CPU-bound competitor runs: each side's slowdown."""
     idle = pyriemann_rows(scale)
@@ -193,6 +358,20 @@ def contended(scale):
     return out
 
 
+FLOOR_HEADER = """\
+Per row, median [range] over the rounds, each call timed as the best of 3:
+  floor us   the LAPACK work per matrix (1 thread): eigh / eigvalsh of the whitened batch, or
+             cholesky(Y) + eigvalsh of the reduced pencil for dist(X, Y). For n = 2, 3 geodp uses closed forms and
+             the floor is what LAPACK would do; the exponential (n >= 4) uses no eigh at all.
+  x floor    geodp CPU time on 1 thread (GEODP_NUM_THREADS=1, BLAS 1) / floor CPU time
+  scaling    geodp wall time on 1 thread / on 2 threads; floor scaling: the floor's wall time /
+             its two halves' on two Python threads (what plain NumPy gains at that moment)
+  vs pyR     pyRiemann wall time / geodp wall time on 2 threads (> 1: geodp faster);
+             vs pyR 1t: the same against geodp on 1 thread. pyRiemann runs with BLAS on one
+             thread: its per-matrix products gain nothing from more, and OpenBLAS threads
+             that spin beside other work made its SPD(28) log map 10x slower on a busy day"""
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--scale", type=float, default=1.0, help="multiply every problem size")
@@ -202,7 +381,13 @@ def main(argv=None):
                     help="also rerun the pyRiemann rows beside a CPU-bound competitor process")
     ap.add_argument("--sweep", action="store_true",
                     help="only the pyRiemann ratios over SPD(2..32) and batches of 100 to 10^5")
+    ap.add_argument("--floor", action="store_true",
+                    help="only the SPD kernels against the LAPACK floor, two threads and pyRiemann")
+    ap.add_argument("--rounds", type=int, default=5, help="repeats of each --floor row (>= 3)")
     args = ap.parse_args(argv)
+    if args.floor:
+        floor_main(args.scale, args.rounds)
+        return
     if args.sweep:
         rows = sweep_rows()
         if rows:
@@ -245,6 +430,21 @@ def main(argv=None):
         print("\nwith a CPU-bound competitor process (slowdown = contended time / idle time)")
         rows = contended(args.scale)
         print_table(rows, list(rows[0]))
+    print()
+    floor_main(args.scale, args.rounds)
+
+
+def floor_main(scale, rounds):
+    import os
+
+    print(f"SPD kernels against the LAPACK work they cannot avoid (load average "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs at the start)")
+    rows = floor_rows(scale, max(3, rounds))
+    print(FLOOR_HEADER)
+    print_table(rows, ["case", "kernel", "N", "floor us", "x floor", "scaling", "floor scaling",
+                       "vs pyR", "vs pyR 1t"])
+    floor_summary(rows)
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 
 if __name__ == "__main__":

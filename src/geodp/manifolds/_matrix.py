@@ -14,6 +14,7 @@ import numpy as np
 
 from ._special import cosh_sinhc, sinhc
 from ._threads import split_batch
+from ._triangular import inverse_blocked
 
 Array = np.ndarray
 
@@ -479,7 +480,9 @@ def cholesky(a: Array) -> tuple[Array, Array]:
     """Lower Cholesky factor L of a (symmetric positive-definite) and its inverse L^-1.
 
     Closed forms on flat arrays for n = 2, 3 (batched LAPACK ``inv`` is slow on tiny matrices);
-    LAPACK otherwise. Raises ``np.linalg.LinAlgError`` if a is not positive definite.
+    otherwise LAPACK's factor (of the lower triangle of a) and its inverse by blocks
+    (``_triangular.inverse_blocked``: LAPACK's ``inv`` factors L again, 2-5x the time). Raises
+    ``np.linalg.LinAlgError`` if a is not positive definite.
     """
     a = np.asarray(a, dtype=float)
     n = a.shape[-1]
@@ -487,8 +490,8 @@ def cholesky(a: Array) -> tuple[Array, Array]:
         l = np.linalg.cholesky(sym(a))
         return l, np.linalg.inv(l)
     if not _closed_form(a):
-        l = _lapack(np.linalg.cholesky, sym(a))
-        return l, _lapack(np.linalg.inv, l)
+        l = _lapack(np.linalg.cholesky, a)
+        return l, _lapack(inverse_blocked, l)
     l00, l10, l11, l20, l21, l22 = _cholesky_entries(entries(a))
     diag = [l00, l11] if n == 2 else [l00, l11, l22]
     if not all(np.all(d > 0) for d in diag):
@@ -508,11 +511,20 @@ def cholesky(a: Array) -> tuple[Array, Array]:
     return assemble(l), assemble(inv)
 
 
+#: A batch times one matrix on the right runs as one BLAS product on the stacked rows for
+#: n up to this; beyond, NumPy's product per matrix is faster (measured with 1.5 MB blocks:
+#: n = 4, 0.006 against 0.030 us per matrix; n = 6, even; n = 16, 0.28 against 0.19; n = 32,
+#: 1.72 against 1.23).
+STACKED_MAX_N = 5
+
+
 def matmul(a: Array, b: Array) -> Array:
     """a @ b; a batch times a single matrix on the right, for ``STACKED_MIN_BATCH`` matrices or
-    more, runs as one BLAS product on the stacked rows (below, the copy costs more than it saves).
-    A single matrix on the left stays with NumPy's stacked matmul, 1.3-5x faster there than a
-    product on transposed stacked rows (n = 4..32, 300 to 20,000 matrices)."""
+    more, runs as one BLAS product on the stacked rows where n <= ``STACKED_MAX_N`` (below, the
+    copy costs more than it saves), else per matrix with the single matrix made contiguous (NumPy
+    multiplies by a transposed view 1.4-2.8x slower). A single matrix on the left stays with
+    NumPy's stacked matmul, 1.3-5x faster there than a product on transposed stacked rows
+    (n = 4..32, 300 to 20,000 matrices)."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if max(a.size, b.size) < STACKED_MIN_BATCH * a.shape[-1] * b.shape[-1]:
         return a @ b
@@ -523,6 +535,9 @@ def matmul(a: Array, b: Array) -> Array:
     if b.ndim > 2 and b.size == b.shape[-1] * b.shape[-2]:
         return matmul(a, b.reshape(b.shape[-2:])).reshape(shape)
     if b.ndim == 2 and a.ndim > 2:
+        b = np.ascontiguousarray(b)
+        if n > STACKED_MAX_N:
+            return a @ b
         a = np.ascontiguousarray(a)
         return (a.reshape(-1, n) @ b).reshape(a.shape[:-1] + (b.shape[1],))
     return a @ b
@@ -539,17 +554,21 @@ def assemble(e: Array) -> Array:
     return np.ascontiguousarray(np.moveaxis(e, (0, 1), (-2, -1)))
 
 
-def congruence(l: Array, x: Array, lower: bool = False) -> Array:
+def congruence(l: Array, x: Array, lower: bool = False, exact: bool = True) -> Array:
     """L sym(X) L^T, exactly symmetric; ``lower`` says L is lower triangular (its zeros are skipped).
 
     For n <= 3, entry by entry on contiguous entries (batched matmul is slow on tiny matrices, and
-    BLAS would start its own threads inside ours); larger n as matrix products.
+    BLAS would start its own threads inside ours); larger n as matrix products. ``exact=False``
+    (for LAPACK's ``eigh``/``eigvalsh``, which read one triangle) skips the symmetrising pass
+    after the products: L X L^T as BLAS computes it, whose triangles agree to rounding for a
+    symmetric X.
     """
     l, x = np.asarray(l, dtype=float), np.asarray(x, dtype=float)
     n = l.shape[-1]
     batch = np.broadcast_shapes(l.shape[:-2], x.shape[:-2])
     if n > 3 or math.prod(batch) < 4 * CLOSED_FORM_MIN_BATCH:
-        return sym(matmul(matmul(l, x), np.swapaxes(l, -1, -2)))
+        out = matmul(matmul(l, x), np.swapaxes(l, -1, -2))
+        return sym(out) if exact else out
     le, xe = entries(l), entries(x)
     xs = [[xe[i, j] if i == j else 0.5 * (xe[i, j] + xe[j, i]) for j in range(n)] for i in range(n)]
     span = (lambda i: range(i + 1)) if lower else (lambda i: range(n))
@@ -628,13 +647,13 @@ def coords_to_sym(c: Array, n: int) -> Array:
 WELL_CONDITIONED = 1e4
 
 
-def whiten(l: Array, x: Array) -> Array:
+def whiten(l: Array, x: Array, exact: bool = True) -> Array:
     """L^-1 sym(X) L^-T for lower-triangular L, by forward substitution (componentwise backward
     stable, unlike a product with an explicit inverse, which loses digits when L is
     ill-conditioned). Entry by entry for n <= 3 on batches of ``CLOSED_FORM_MIN_BATCH`` or more;
     batched solves otherwise (for one L: sym of L^-1 X^T L^-T, the same matrix, since the
     congruence is linear and commutes with transposes; for one ``WELL_CONDITIONED`` L, products
-    with L^-1 and L^-T instead)."""
+    with L^-1 and L^-T instead, not symmetrised if not ``exact``, as in ``congruence``)."""
     l, x = np.asarray(l, dtype=float), np.asarray(x, dtype=float)
     n = l.shape[-1]
     batch = np.broadcast_shapes(l.shape[:-2], x.shape[:-2])
@@ -642,7 +661,8 @@ def whiten(l: Array, x: Array) -> Array:
     if lapack and l.ndim == 2:
         linv = np.linalg.inv(l)
         if np.linalg.norm(l) * np.linalg.norm(linv) <= WELL_CONDITIONED:  # L^-1 (X L^-T)
-            return sym(linv @ (np.reshape(x, (-1, n)) @ linv.T).reshape(x.shape))
+            out = linv @ matmul(x, linv.T)
+            return sym(out) if exact else out
         z = _solve_right_transposed(l, np.array(x, order="C"))  # X L^-T; its transpose is L^-1 X^T
         return sym(_solve_right_transposed(l, np.ascontiguousarray(np.swapaxes(z, -1, -2))))
     if lapack:

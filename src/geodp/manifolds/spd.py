@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from functools import reduce
+
 import numpy as np
 
 from . import _matrix as mx
+from . import _triangular as tri
 from ._special import cosh_sinhc, log_sinhc
-from ._threads import map_parts, threaded
+from ._threads import map_parts, split_batch, threaded
 from .base import Array, Manifold, integer_size, rowdot, weighted_sum
 
 METRICS = ("affine", "log-euclidean")
@@ -120,6 +123,22 @@ class SPD(Manifold):
         return " (SPD points must be symmetric: relative asymmetry |X - X^T| / (1 + |X|))"
 
 
+def _from_eig_folded(l: Array, v: Array, fw: Array, spare: Array | None = None) -> Array:
+    """M diag(fw) M^T with M = L V, exactly symmetric: M^T = V^T L^T (a product of transposed
+    operands, which BLAS reads in place), then H = M diag(fw / 2) M^T (one product, with M as the
+    transpose of the contiguous M^T) and H + H^T, which equals sym(M diag(fw) M^T) to the last
+    bit (halving is exact). v (overwritten) and ``spare`` (an array no longer needed, of the
+    result's shape) hold the intermediate results: fewer fresh batch-sized arrays, which cost
+    cache misses or page faults."""
+    shape = np.broadcast_shapes(v.shape, l.shape)
+    if spare is None or spare.shape != shape or v.shape != shape:
+        spare, v = np.empty(shape), np.array(np.broadcast_to(v, shape))
+    mt = np.matmul(np.swapaxes(v, -1, -2), np.swapaxes(l, -1, -2), out=spare)
+    scaled = np.multiply(mt, (0.5 * fw)[..., :, None], out=v)
+    half = np.swapaxes(mt, -1, -2) @ scaled
+    return np.add(half, np.swapaxes(half, -1, -2), out=mt)
+
+
 def _log_norm(lam: Array) -> Array:
     logs = np.log(lam)
     return np.sqrt(rowdot(logs, logs))
@@ -148,6 +167,120 @@ def _cholesky_or_nan(x: Array) -> Array:
             out[i] = np.linalg.cholesky(x[i])
         except np.linalg.LinAlgError:
             pass
+    return out
+
+
+def _reduction_swap(rp: Array, rq: Array, p: Array, q: Array) -> Array:
+    """Per pair, whether the pencil is reduced by Q's factor rather than P's: the one with the
+    smaller diagonal ratio max L_ii / min L_ii (``rp``, ``rq``, infinite for a failed factor),
+    ties broken by the first differing entry; a rule symmetric in P and Q."""
+    swap = rq < rp
+    tie = rq == rp
+    if np.any(tie):  # rare: equal condition estimates, broken by the first differing entry
+        swap = np.where(tie, _lexicographically_less(q, p), swap)
+    return swap
+
+
+def _pair_distances_lapack(p: Array, q: Array) -> Array:
+    """rho(P_i, Q_i) for broadcast batches, by LAPACK: both Cholesky factors, the pencil reduced
+    by the better-conditioned one (``_reduction_swap``) through batched solves."""
+    lp, lq = _cholesky_or_nan(p), _cholesky_or_nan(q)
+    sw = _reduction_swap(_diag_ratio(lp), _diag_ratio(lq), p, q)[..., None, None]
+    return _log_norm(mx.eigvalsh(mx.whiten(np.where(sw, lq, lp), np.where(sw, p, q)), symmetric=True))
+
+
+#: Two-batch distances of SPD(n) with n at most this, in batches of at least ENTRYWISE_MIN_PAIRS
+#: pairs, reduce the pencils entry by entry (``_pair_distances_entrywise``); larger n, in
+#: batches of at least INVERSE_MIN_PAIRS, by an inverse factor (``_pair_distances_inverse``);
+#: smaller batches by LAPACK solves (``_pair_distances_lapack``), which call NumPy least often.
+ENTRYWISE_MAX_N = 7
+ENTRYWISE_MIN_PAIRS = 64
+INVERSE_MIN_PAIRS = 16
+
+
+def _pair_distances_entrywise(p: Array, q: Array) -> Array:
+    """rho(P_i, Q_i) from the eigenvalues of C C^T, C = L_P^-1 L_Q (the pencil (Q, P) reduced
+    by the Cholesky factor of P, whose eigenvalues are the squared singular values of C), or of
+    its inverse with P and Q exchanged by ``_reduction_swap``: two Cholesky factors, a
+    triangular solve with a triangular right-hand side and a product of triangles, entry by
+    entry (``_triangular``), then one batched ``eigvalsh``. Pairs with a matrix that is not
+    numerically positive definite are recomputed by ``_pair_distances_lapack``."""
+    n = p.shape[-1]
+    ep, eq = tri.lower_entries(p), tri.lower_entries(q)  # two buffers for the whole reduction
+    lp, lq = tri.cholesky_lower(ep, out=ep), tri.cholesky_lower(eq, out=eq)
+    dp, dq = [lp[i, i] for i in range(n)], [lq[i, i] for i in range(n)]
+    low_p, high_p = reduce(np.minimum, dp), reduce(np.maximum, dp)
+    low_q, high_q = reduce(np.minimum, dq), reduce(np.maximum, dq)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        swap = _reduction_swap(np.nan_to_num(high_p / low_p, nan=np.inf),
+                               np.nan_to_num(high_q / low_q, nan=np.inf), p, q)
+    c = tri.solve_lower(lp, lq, swap, out=lq)
+    z = np.moveaxis(tri.gram_lower(c, upper=n <= 3, out=lp), (0, 1), (-2, -1))
+    bad = ~((low_p > 0) & (low_q > 0) & np.isfinite(high_p) & np.isfinite(high_q))
+    if not np.any(bad):
+        return _log_norm(mx.eigvalsh(z, symmetric=True))
+    out = _log_norm(mx.eigvalsh(np.where(bad[..., None, None], np.eye(n), z), symmetric=True))
+    out[bad] = _pair_distances_lapack(p[bad], q[bad])
+    return out
+
+
+def _cholesky_lapack(x: Array, upper: bool = False) -> Array:
+    """LAPACK's Cholesky factors of a batch (read from its lower triangles; ``upper``: their
+    transposes), NaN for the matrices that are not numerically positive definite."""
+    def factor(a: Array) -> Array:
+        return np.linalg.cholesky(a, upper=upper)
+
+    try:
+        return split_batch(factor, x, core_ndim=2)
+    except np.linalg.LinAlgError:
+        out = np.full(x.shape, np.nan)
+        for i in np.ndindex(x.shape[:-2]):  # LAPACK refused the batch: one by one
+            try:
+                out[i] = factor(x[i])
+            except np.linalg.LinAlgError:
+                pass
+        return out
+
+
+def _first_of_pair(p: Array, q: Array) -> Array:
+    """Per pair, whether Q comes before P in an order of matrices (by X_00 + X_01 / 2, then by
+    their first differing entry): a choice symmetric in P and Q."""
+    kp, kq = p[..., 0, 0] + 0.5 * p[..., 0, 1], q[..., 0, 0] + 0.5 * q[..., 0, 1]
+    first = kq < kp
+    tie = kq == kp
+    if np.any(tie):
+        first = np.where(tie, _lexicographically_less(q, p), first)
+    return first
+
+
+def _ordered(p: Array, q: Array, swap: Array) -> tuple[Array, Array]:
+    """(F, G): (P, Q) for each pair, exchanged where ``swap`` (copies of whole matrices)."""
+    idx = np.nonzero(swap)
+    if not idx[0].size:
+        return p, q
+    f, g = p.copy(), q.copy()
+    f[idx], g[idx] = q[idx], p[idx]
+    return f, g
+
+
+def _pair_distances_inverse(p: Array, q: Array) -> Array:
+    """rho(P_i, Q_i) from the eigenvalues of U^T G U, with F, G the pair ordered by
+    ``_first_of_pair`` (symmetric in P and Q) and U = R^-1 for F = R^T R (R = L^T, the upper
+    Cholesky factor), inverted by blocks (``_triangular.inverse_blocked``): one Cholesky
+    factor, the inverse and two matrix products, on contiguous operands. Pairs whose factor is
+    not ``mx.WELL_CONDITIONED`` (|R|_F |R^-1|_F, above which a product with an explicit inverse
+    loses digits that forward substitution keeps; |R|_F^2 is the trace of F), or not positive
+    definite, are recomputed by ``_pair_distances_lapack``."""
+    f, g = _ordered(p, q, _first_of_pair(p, q))
+    r = _cholesky_lapack(f, upper=True)
+    u = tri.inverse_blocked(r, lower=False)
+    with np.errstate(invalid="ignore", over="ignore"):
+        ok = np.trace(f, axis1=-2, axis2=-1) * mx.frob(u, u) <= mx.WELL_CONDITIONED**2
+        z = np.matmul(np.matmul(np.swapaxes(u, -1, -2), g, out=r), u, out=g if g is not q else None)
+    if np.all(ok):
+        return _log_norm(mx.eigvalsh(z, symmetric=True))
+    out = _log_norm(mx.eigvalsh(np.where(ok[..., None, None], z, np.eye(p.shape[-1])), symmetric=True))
+    out[~ok] = _pair_distances_lapack(p[~ok], q[~ok])
     return out
 
 
@@ -284,18 +417,18 @@ class AffineInvariantSPD(SPD):
         return mx.cholesky(p)
 
     @staticmethod
-    def _whiten(linv: Array, x: Array) -> Array:
-        return mx.congruence(linv, x, lower=True)
+    def _whiten(linv: Array, x: Array, exact: bool = True) -> Array:
+        """L^-1 X L^-T (``exact=False``: for an eigendecomposition, ``mx.congruence``)."""
+        return mx.congruence(linv, x, lower=True, exact=exact)
 
     def _unwhiten(self, l: Array, z: Array, f) -> Array:
-        """L f(Z) L^T. For n > 3 from one eigendecomposition Z = V diag(w) V^T as
-        (L V) f(w) (L V)^T, which folds the congruence into the reconstruction; (L V)^T is formed
-        as V^T L^T, whose layout lets both products run on BLAS without copies."""
+        """L f(Z) L^T (Z from ``_whiten``). For n > 3 from one eigendecomposition
+        Z = V diag(w) V^T as (L V) f(w) (L V)^T, which folds the congruence into the
+        reconstruction (``_from_eig_folded``)."""
         if self.n <= 3:
             return mx.congruence(l, mx.funcm(z, f), lower=True)
         w, v = mx.eigh(z, symmetric=True)
-        lv_t = np.swapaxes(v, -1, -2) @ np.swapaxes(l, -1, -2)
-        return mx.sym(mx.from_eig(f(w), np.swapaxes(lv_t, -1, -2)))
+        return _from_eig_folded(l, v, f(w), spare=z)
 
     @threaded
     def exp(self, p: Array, v: Array) -> Array:
@@ -311,7 +444,7 @@ class AffineInvariantSPD(SPD):
     def log(self, p: Array, q: Array) -> Array:
         """Log_P(Q) = L logm(L^-1 Q L^-T) L^T."""
         l, linv = self._factor(p)
-        return self._unwhiten(l, self._whiten(linv, q), np.log)
+        return self._unwhiten(l, self._whiten(linv, q, exact=self.n <= 3), np.log)
 
     def karcher_start(self, x: Array, weights: Array) -> Array:
         """The arithmetic mean sum_i w_i X_i (positive definite)."""
@@ -336,7 +469,7 @@ class AffineInvariantSPD(SPD):
         record (sum_i w_i V_i diag(log l_i) V_i^T as one product of the stacked eigenvectors),
         and the Hessian of F at p (``MeanHessian``) from the same eigendecompositions."""
         l, linv = self._factor(p)
-        lam, vecs = mx.eigh(self._whiten(np.expand_dims(linv, -3), x), symmetric=True)
+        lam, vecs = mx.eigh(self._whiten(np.expand_dims(linv, -3), x, exact=False), symmetric=True)
         logs = np.log(lam)
         weights = np.asarray(weights, dtype=float)
         value = 0.5 * np.sum(weights * rowdot(logs, logs), axis=-1)
@@ -359,16 +492,14 @@ class AffineInvariantSPD(SPD):
         if p.shape[:-2] != q.shape[:-2] and min(p.ndim, q.ndim) == 2:
             base, other = (p, q) if p.ndim == 2 else (q, p)
             l = np.linalg.cholesky(mx.sym(base))  # whiten forms its inverse itself
-            return _log_norm(mx.eigvalsh(mx.whiten(l, other), symmetric=True))
+            return _log_norm(mx.eigvalsh(mx.whiten(l, other, exact=False), symmetric=True))
         p, q = np.broadcast_arrays(p, q)
-        lp, lq = _cholesky_or_nan(p), _cholesky_or_nan(q)
-        rp, rq = _diag_ratio(lp), _diag_ratio(lq)
-        swap = rq < rp
-        tie = rq == rp
-        if np.any(tie):  # rare: equal condition estimates, broken by the first differing entry
-            swap = np.where(tie, _lexicographically_less(q, p), swap)
-        sw = swap[..., None, None]
-        return _log_norm(mx.eigvalsh(mx.whiten(np.where(sw, lq, lp), np.where(sw, p, q)), symmetric=True))
+        pairs = p.size // self.n**2
+        if self.n <= ENTRYWISE_MAX_N and pairs >= ENTRYWISE_MIN_PAIRS:
+            return _pair_distances_entrywise(p, q)
+        if self.n > ENTRYWISE_MAX_N and pairs >= INVERSE_MIN_PAIRS:
+            return _pair_distances_inverse(p, q)
+        return _pair_distances_lapack(p, q)
 
     def inner(self, p: Array, u: Array, v: Array) -> Array:
         _, linv = self._factor(p)
@@ -381,11 +512,23 @@ class AffineInvariantSPD(SPD):
         z = self._whiten(linv, v)
         return np.sqrt(np.maximum(mx.frob(z, z), 0.0))
 
+    @threaded
     def transport(self, p: Array, q: Array, v: Array) -> Array:
-        """Gamma(V) = E V E^T with E = L sqrtm(L^-1 Q L^-T) L^-1."""
+        """Gamma(V) = E V E^T with E = L sqrtm(L^-1 Q L^-T) L^-1. For n > 3, from
+        L^-1 Q L^-T = U diag(w) U^T, as E^T = (L^-T U) diag(sqrt w) (U^T L^T): three products
+        whose operands BLAS reads in place, then Gamma(V) = (E^T)^T V E^T."""
         l, linv = self._factor(p)
-        e = mx.matmul(mx.matmul(l, mx.funcm(self._whiten(linv, q), np.sqrt)), linv)
-        return mx.congruence(e, v)
+        if self.n <= 3:
+            e = mx.matmul(mx.matmul(l, mx.funcm(self._whiten(linv, q), np.sqrt)), linv)
+            return mx.congruence(e, v)
+        z = self._whiten(linv, q, exact=False)
+        w, u = mx.eigh(z, symmetric=True)
+        nt = np.ascontiguousarray(np.swapaxes(linv, -1, -2)) @ u
+        nt *= np.sqrt(w)[..., None, :]
+        if z.shape != u.shape:  # broadcast shapes: no buffer to reuse
+            z = np.empty(u.shape)
+        et = np.matmul(nt, np.matmul(np.swapaxes(u, -1, -2), np.swapaxes(l, -1, -2), out=z), out=u)
+        return mx.sym((np.swapaxes(et, -1, -2) @ v) @ et)
 
     def exp_adjoints(self, p: Array, v: Array, e: Array) -> tuple[Array, Array]:
         """In the frame whitened by P = L L^T, with L^-1 V L^-T = U diag(l) U^T: transport e back
@@ -511,12 +654,17 @@ class LogEuclideanSPD(SPD):
 
     @threaded
     def exp(self, p: Array, v: Array) -> Array:
-        """Exp_P(V) = expm(logm P + D log_P[V]) = expm(U (diag(log w) + G o (U^T V U)) U^T)."""
+        """Exp_P(V) = expm(logm P + D log_P[V]) = expm(U A U^T), A = diag(log w) + G o (U^T V U);
+        for n > 3 as U expm(A) U^T = (U Y) diag(e^a) (U Y)^T from A = Y diag(a) Y^T
+        (``_from_eig_folded``: no congruence before the eigendecomposition)."""
         w, u, g = self._dlog(p)
         inner = g * self._in_basis(u, v)
         idx = np.arange(self.n)
         inner[..., idx, idx] += np.log(w)
-        return mx.funcm(mx.congruence(u, inner), np.exp)
+        if self.n <= 3:
+            return mx.funcm(mx.congruence(u, inner), np.exp)
+        a, y = mx.eigh(inner, symmetric=True)
+        return _from_eig_folded(u, y, np.exp(a), spare=inner)
 
     def _dexp_at_log(self, p: Array, s: Array, minus: Array | float | None = None) -> Array:
         """D exp_{logm P}[S - minus logm P] (D exp_{logm P} is the inverse of D log_P), computed in
@@ -530,8 +678,17 @@ class LogEuclideanSPD(SPD):
 
     @threaded
     def log(self, p: Array, q: Array) -> Array:
-        """Log_P(Q) = D exp_{logm P}[logm Q - logm P]."""
-        return self._dexp_at_log(p, mx.funcm(q, np.log), 1.0)
+        """Log_P(Q) = D exp_{logm P}[logm Q - logm P]; for n > 3 with logm Q = V diag(log l) V^T
+        taken to P's eigenbasis U in one step, U^T logm Q U = (U^T V) diag(log l) (U^T V)^T
+        (``_from_eig_folded``), instead of forming logm Q first."""
+        if self.n <= 3:
+            return self._dexp_at_log(p, mx.funcm(q, np.log), 1.0)
+        lam, vq = mx.eigh(q)
+        w, u = mx.eigh(p)
+        diff = _from_eig_folded(np.swapaxes(u, -1, -2), vq, np.log(lam))
+        idx = np.arange(self.n)
+        diff[..., idx, idx] -= np.log(w)
+        return mx.congruence(u, mx.divided_differences_exp(np.log(w)) * diff)
 
     def mean_log_and_value(self, p: Array, x: Array, weights: Array) -> tuple[Array, Array]:
         """D exp_{logm P}[sum_i w_i logm X_i - (sum_i w_i) logm P] (one matrix logarithm per point)

@@ -171,7 +171,7 @@ class RiemannianLaplace:
                 # pilot can cost 10^6 volume densities (SPD, wide balls). Either proposal gives
                 # exact draws of the same law, and A's rate is above any min_acceptance
                 break
-            if which == "B" and self._uniform_ball_rate(rng) < BALL_MIN_RATE:
+            if which == "B" and self._uniform_ball_rate() < BALL_MIN_RATE:
                 rates[which] = 0.0  # random_ball would give up, after 10^6 proposals
                 continue
             try:
@@ -183,11 +183,12 @@ class RiemannianLaplace:
             raise LowAcceptanceError(f"restricted proposals accept {rates[which]:.2e}")
         return which, rates[which]
 
-    def _uniform_ball_rate(self, rng) -> float:
+    def _uniform_ball_rate(self) -> float:
         """The share of its proposals that ``random_ball`` keeps on the restriction ball (its own
         rejection on the volume density, before proposal B's): 0 where the density's bound
         overflows (it then keeps none), else the mean of volume_density / bound over 2000
-        proposals. Depends on the public ball only; computed once."""
+        proposals drawn with a fixed seed. A deterministic function of the public ball, computed
+        once, that draws nothing from the caller's generator."""
         if self._ball_rate is None:
             m = self.manifold
             center, radius = self.restrict_to
@@ -196,6 +197,7 @@ class RiemannianLaplace:
             if not np.isfinite(bound):
                 self._ball_rate = 0.0
             else:
+                rng = np.random.default_rng(0)
                 c = rng.standard_normal((2000, m.dim))
                 c *= (radius * rng.random(2000) ** (1.0 / m.dim) / np.linalg.norm(c, axis=1))[:, None]
                 with np.errstate(over="ignore"):

@@ -228,7 +228,10 @@ class EigenBallLaw:
         forward = rng.random() < 0.5
         if forward:
             r = self._angle_move(self._radius_move(r, rng), rng)
-        r, l, rate = self._shape_move(r, rng)
+        if self.n > 2:  # SPD(2) has one unit traceless sorted vector: no shape to move
+            r, l, rate = self._shape_move(r, rng)
+        else:
+            l, rate = np.zeros((len(r), 1)), MALA_RATE
         if not forward:
             r = self._radius_move(self._angle_move(r, rng), rng)
         return r, l, rate
@@ -260,9 +263,10 @@ class EigenBallLaw:
 
     def _shape(self, states: Array, gaps: Array) -> None:
         """The MALA preconditioner from log-gaps (rows) and the slice widths from states."""
-        cov = np.cov(gaps, rowvar=False).reshape(self.n - 1, self.n - 1)
-        self.precondition = np.linalg.cholesky(cov + 1e-9 * np.trace(cov) * np.eye(self.n - 1))
-        self.step = 1.0 / (self.n - 1) ** (1 / 6)
+        if self.n > 2:
+            cov = np.cov(gaps, rowvar=False).reshape(self.n - 1, self.n - 1)
+            self.precondition = np.linalg.cholesky(cov + 1e-9 * np.trace(cov) * np.eye(self.n - 1))
+            self.step = 1.0 / (self.n - 1) ** (1 / 6)
         t, theta, _ = self._polar(states)
         self.widths = (max(3.0 * float(np.std(t)), 1e-9 * self.radius),
                        max(3.0 * float(np.std(theta)), 1e-9))

@@ -69,7 +69,9 @@ class RiemannianLaplace:
     unless ``allow_approximate=True``: random-walk Metropolis-Hastings then takes over (at least
     ``MIN_CHAINS`` chains started in the public ``chain_ball``, by default the
     restriction ball; an ``ApproximateSamplerWarning`` when R-hat or ESS fail their thresholds)
-    and ``last_info.exact`` is False. ``check_exact`` takes that decision from the public
+    and ``last_info.exact`` is False; a restricted law on affine-invariant SPD(n >= 2) runs the
+    polar chains of ``spd_chains`` instead (proposals reversible for the data-free restricted
+    Laplace at the ball's center, stopped on R-hat and bulk ESS). ``check_exact`` takes that decision from the public
     parameters before any data are read (see there for what it cannot decide).
     """
 

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from geodp.datasets import load  # noqa: E402
 from geodp.learn.frechet import private_frechet_mean  # noqa: E402
 from geodp.mechanisms import laplace as laplace_module  # noqa: E402
-from geodp.mechanisms.mcmc import bulk_ess, metropolis_hastings  # noqa: E402
+from geodp.mechanisms.mcmc import bulk_ess, metropolis_hastings, rank_r_hat  # noqa: E402
 from geodp.mechanisms.spd_chains import ball_chains  # noqa: E402
 from geodp.statistics import frechet_mean  # noqa: E402
 
@@ -81,11 +81,13 @@ def peer_row(ds, center, radius, steps: int = 400) -> None:
                                   summary=lambda y: m.dist(mean, y))
     walk_time = time.perf_counter() - t0
     walk_ess = bulk_ess(walk.trace)
+    walk_r_hat = rank_r_hat(walk.trace)
     print(f"polar chains: {diag.burn_in + diag.trace_length} steps in {polar_time:.2f} s, worst "
           f"bulk ESS {diag.ess:.0f} ({polar:.0f}/s); tilt evaluations {tilt['time']:.2f} s "
           f"({tilt['time'] / polar_time:.0%} of the chains' time)")
     print(f"random walk (peer): {steps} steps in {walk_time:.2f} s, acceptance "
-          f"{walk.acceptance_rate:.2f}, bulk ESS of rho(m, x) {walk_ess:.1f} "
+          f"{walk.acceptance_rate:.2f}, R-hat {walk_r_hat:.2f} (an ESS read from chains that "
+          f"have not mixed overstates them), bulk ESS of rho(m, x) {walk_ess:.1f} "
           f"({walk_ess / walk_time:.2f}/s); ESS per second, polar / random walk: "
           f"{polar / max(walk_ess / walk_time, 1e-12):.0f}x")
 

@@ -448,7 +448,9 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
         largest scale; the K-norm gradient's proposals; a private footpoint), release the state
         of Metropolis-Hastings chains started in the public ball (``exact_sampler=False``, R-hat
         and ESS in ``diagnostics``, an ``ApproximateSamplerWarning`` when they fail their
-        thresholds) instead of refusing. The refusal is decided before the ledger reserves
+        thresholds) instead of refusing; restricted laws on affine-invariant SPD (and the K-norm
+        gradient's proposals there) run polar chains that stop on rank-normalised R-hat < 1.01
+        and bulk ESS >= 400 (``mechanisms.spd_chains``). The refusal is decided before the ledger reserves
         anything, from the public parameters (a restricted law's pilot at the ball's center);
         only a restricted law whose exact samplers pass at the center but fail at the data's
         mean refuses after the reservation, which the ledger then keeps.

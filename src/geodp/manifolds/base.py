@@ -162,6 +162,9 @@ def space_form_mean_exp_adjoints(p: Array, v: Array, x: Array, e: Array, sign: f
     return (_onto_tangent(p, dp, sign, radius, inner), _onto_tangent(p, dv, sign, radius, inner))
 
 
+#: ``random_ball`` gives up (after 10^6 proposals) when it keeps fewer than this share of them.
+BALL_MIN_RATE = 1e-4
+
 class Manifold(ABC):
     """A complete Riemannian manifold, vectorised over leading batch dimensions.
 
@@ -523,11 +526,11 @@ class Manifold(ABC):
         out = np.empty((total,) + self.point_shape)
         filled, proposed = 0, 0
         while filled < total:
-            if proposed >= 10**6 and filled < 1e-4 * proposed:
+            if proposed >= 10**6 and filled < BALL_MIN_RATE * proposed:
                 raise RuntimeError(
                     f"uniform sampling of a ball of radius {radius:g} on {self!r} accepts fewer "
-                    f"than 1e-4 of its proposals (the volume density grows too fast); use a "
-                    f"smaller radius")
+                    f"than {BALL_MIN_RATE:g} of its proposals (the volume density grows too "
+                    f"fast); use a smaller radius")
             m = min(max(2 * (total - filled), 64), 10**6)
             proposed += m
             c = rng.standard_normal((m, self.dim))

@@ -25,6 +25,7 @@ from ..privacy.conversions import check_positive
 from ..progress import bar
 from .envelope import accumulate
 from .laplace import RiemannianLaplace, SamplerInfo
+from .spd_chains import CHAINS
 from .mcmc import (ApproximateSamplerRefused, ApproximateSamplerWarning, diagnose, run_chains,
                    volume_ratio, warn_unless_converged)
 
@@ -45,6 +46,9 @@ R_HAT_LIMIT = 1.1
 FALLBACK_ACCEPTANCE = 1e-5
 #: Largest batch of uniform proposals evaluated at once by the exact sampler (its overshoot).
 EXACT_BATCH = 16_384
+#: Proposals ``sample_convex`` asks of chains at once: one draw per chain, as many as the polar
+#: chains run (a batch of exact proposals is far larger: they are cheap).
+CHAIN_BATCH = CHAINS
 #: The independence proposal is an equal mixture of the linearised KNG law at these multiples of
 #: its scale. Clipped residuals make the gradient grow more slowly than its linearisation away
 #: from the fit, and the public domain truncates the law where it is wide, so the KNG law is
@@ -122,14 +126,17 @@ def sample_convex(manifold: Manifold, grad_norm: Callable[[Array], Array], minim
     itself), accepted with probability exp(-(that non-negative gap)/sigma), are exact draws of KNG.
     Where that Laplace has no exact sampler at m_hat this raises ``ApproximateSamplerRefused``
     (after reading the data), unless ``allow_approximate``: the proposals then come from its
-    Metropolis-Hastings chains, and the report carries the diagnostics of the batch whose chains
-    mixed worst (largest split R-hat).
+    Metropolis-Hastings chains, one per chain (its final state), at least ``CHAIN_BATCH`` at a
+    time, and the report carries the diagnostics of the batch whose chains mixed worst (largest
+    R-hat).
     """
     lam = check_positive("strong convexity", strong_convexity)
     proposal = convex_proposal(manifold, lam, center, radius, scale, allow_approximate)
+    wanted = 1 if size is None else size
+    most = (100_000 if not allow_approximate or proposal.draws_exactly(minimiser, rng)
+            else max(CHAIN_BATCH, 2 * wanted))
     slack = float(grad_norm(minimiser[None])[0])
     chains = []
-    wanted = 1 if size is None else size
     got = 0
 
     def accepted(batch: int) -> tuple[Array, int]:
@@ -153,7 +160,7 @@ def sample_convex(manifold: Manifold, grad_norm: Callable[[Array], Array], minim
         got += int(keep.sum())
         return m[keep], done
 
-    draw, rate = accumulate(accepted, wanted, 0.1, 1e-6, 100_000)
+    draw, rate = accumulate(accepted, wanted, 0.1, 1e-6, most)
     draw = draw[0] if size is None else draw
     if not chains:
         return draw, SamplerInfo("exact rejection from the restricted Riemannian Laplace (strong "

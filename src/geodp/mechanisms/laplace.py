@@ -8,13 +8,14 @@ import numpy as np
 
 from ..manifolds import Manifold
 from ..manifolds import _matrix as mx
-from ..manifolds.base import Array, as_generator, size_tuple
+from ..manifolds.base import BALL_MIN_RATE, Array, as_generator, size_tuple
 from ..manifolds.capabilities import MissingCapability, has, require
 from ..privacy.conversions import check_positive
 from .envelope import accumulate
 from .mcmc import (MIN_CHAINS, ApproximateSamplerRefused, MCMCDiagnostics, metropolis_hastings,
                    warn_unless_converged)
 from .radial import NotNormalisableError, radial_law
+from .spd_chains import ball_chains
 from .spd_laplace import (LowAcceptanceError, SPDEigenLaw, check_representable, haar_orthogonal,
                           spd_from_polar)
 from .tangent_rejection import TangentRejectionLaw, tangent_rejection_law
@@ -79,7 +80,9 @@ class RiemannianLaplace:
     unless ``allow_approximate=True``: random-walk Metropolis-Hastings then takes over (at least
     ``MIN_CHAINS`` chains started in the public ``chain_ball``, by default the
     restriction ball; an ``ApproximateSamplerWarning`` when R-hat or ESS fail their thresholds)
-    and ``last_info.exact`` is False. ``check_exact`` takes that decision from the public
+    and ``last_info.exact`` is False; a restricted law on affine-invariant SPD(n >= 2) runs the
+    polar chains of ``spd_chains`` instead (proposals reversible for the data-free restricted
+    Laplace at the ball's center, stopped on R-hat and bulk ESS). ``check_exact`` takes that decision from the public
     parameters before any data are read (see there for what it cannot decide).
 
     Examples
@@ -116,7 +119,7 @@ class RiemannianLaplace:
             if self.chain_ball is None:
                 self.chain_ball = self.restrict_to
         require(manifold, ("dist",), by="the Riemannian Laplace mechanism")
-        self._law, self._no_exact_law = None, None
+        self._law, self._no_exact_law, self._ball_rate = None, None, None
         try:
             self._law = self._unrestricted_law()
         except NotNormalisableError:
@@ -194,6 +197,9 @@ class RiemannianLaplace:
                 # pilot can cost 10^6 volume densities (SPD, wide balls). Either proposal gives
                 # exact draws of the same law, and A's rate is above any min_acceptance
                 break
+            if which == "B" and self._uniform_ball_rate() < BALL_MIN_RATE:
+                rates[which] = 0.0  # random_ball would give up, after 10^6 proposals
+                continue
             try:
                 rates[which] = len(self._restricted_proposals(footpoint, pilot, rng, which)) / pilot
             except (LowAcceptanceError, RuntimeError):
@@ -202,6 +208,28 @@ class RiemannianLaplace:
         if rates[which] < self.min_acceptance:
             raise LowAcceptanceError(f"restricted proposals accept {rates[which]:.2e}")
         return which, rates[which]
+
+    def _uniform_ball_rate(self) -> float:
+        """The share of its proposals that ``random_ball`` keeps on the restriction ball (its own
+        rejection on the volume density, before proposal B's): 0 where the density's bound
+        overflows (it then keeps none), else the mean of volume_density / bound over 2000
+        proposals drawn with a fixed seed. A deterministic function of the public ball, computed
+        once, that draws nothing from the caller's generator."""
+        if self._ball_rate is None:
+            m = self.manifold
+            center, radius = self.restrict_to
+            with np.errstate(over="ignore"):
+                bound = m.max_volume_density(radius)
+            if not np.isfinite(bound):
+                self._ball_rate = 0.0
+            else:
+                rng = np.random.default_rng(0)
+                c = rng.standard_normal((2000, m.dim))
+                c *= (radius * rng.random(2000) ** (1.0 / m.dim) / np.linalg.norm(c, axis=1))[:, None]
+                with np.errstate(over="ignore"):
+                    density = m.volume_density(center, m.from_coords(center, c))
+                self._ball_rate = float(np.mean(np.minimum(density / bound, 1.0)))
+        return self._ball_rate
 
     def _exact_restricted(self, footpoint: Array, n: int, rng) -> tuple[Array, float, str]:
         which, rate = self._restricted_choice(footpoint, rng)
@@ -239,6 +267,21 @@ class RiemannianLaplace:
         except LowAcceptanceError:
             raise self._refusal(after_data=False) from None
 
+    def draws_exactly(self, footpoint: Array, rng: np.random.Generator) -> bool:
+        """Whether ``sample`` at this single footpoint would use an exact sampler: the pilot run
+        ``sample`` itself makes (at the footpoint for a restricted law, which reads the data
+        when the footpoint is computed from them)."""
+        try:
+            if self.restrict_to is not None:
+                self._restricted_choice(self.manifold.check_point(footpoint), rng)
+            elif self._law is None:
+                return False
+            elif isinstance(self._law, (SPDEigenLaw, TangentRejectionLaw)):
+                self._law.choose(rng)
+        except LowAcceptanceError:
+            return False
+        return True
+
     def _refusal(self, after_data: bool) -> ApproximateSamplerRefused:
         """The refusal of approximate draws, with the exact alternatives of this law."""
         what = f"the Riemannian Laplace on {self.manifold!r} at scale {self.scale:.4g}"
@@ -262,13 +305,19 @@ class RiemannianLaplace:
             ["the unrestricted Riemannian Laplace, where it is normalisable", "a larger epsilon "
              "(the unrestricted law's draws, narrower, land in the ball more often)"])
 
-    def _mcmc(self, footpoint: Array, n: int, rng) -> tuple[Array, MCMCDiagnostics]:
+    def _mcmc(self, footpoint: Array, n: int, rng) -> tuple[Array, MCMCDiagnostics, str]:
         """n approximate draws around one footpoint, or one around each of n stacked footpoints,
-        from at least ``MIN_CHAINS`` chains (stacked footpoints repeated as needed), all in one
-        vectorised run. The chains start in the public ``chain_ball`` (``_ball_starts``), a law
-        that does not depend on the data; an ``ApproximateSamplerWarning`` when they fail their
-        checks."""
+        and how they were drawn. A restricted law on affine-invariant SPD(n >= 2) runs the polar
+        chains of ``spd_chains`` (``_polar_chains``). Otherwise random-walk chains, at least
+        ``MIN_CHAINS`` (stacked footpoints repeated as needed), all in one vectorised run,
+        started in the public ``chain_ball`` (``_ball_starts``), a law that does not depend on
+        the data. An ``ApproximateSamplerWarning`` when the chains fail their checks."""
         m = self.manifold
+        if self.restrict_to is not None and has(m, "eigen_laplace_size") and m.eigen_laplace_size > 1:
+            x, diag = self._polar_chains(footpoint, n, rng)
+            return x, diag, ("Metropolis-Hastings in polar coordinates at the ball's center: "
+                             "proposals reversible for the restricted Laplace at the center, "
+                             "accepted on the ratio of the laws (approximate)")
         if self.chain_ball is None:
             raise ValueError("approximate draws of the unrestricted Riemannian Laplace need "
                              "chain_ball=(center, radius): a public ball, chosen without the data, "
@@ -285,7 +334,21 @@ class RiemannianLaplace:
             summary=lambda y: m.dist(targets, y))
         diag.start = start
         warn_unless_converged(diag, "the Riemannian Laplace's Metropolis-Hastings chains", 4)
-        return x[:n], diag
+        return x[:n], diag, "random-walk Metropolis-Hastings (approximate)"
+
+    def _polar_chains(self, footpoint: Array, n: int, rng) -> tuple[Array, MCMCDiagnostics]:
+        """n approximate draws of the restricted law at one footpoint m by ``ball_chains``: the
+        law is w Q, Q the restricted Laplace at the ball's center c (no data) and
+        log w(x) = -(rho(m, x) - rho(c, x)) / scale."""
+        m = self.manifold
+        center, radius = self.restrict_to
+
+        def log_tilt(x: Array, t: Array) -> Array:
+            return -(m.dist(footpoint, x) - t) / self.scale
+
+        x, diag = ball_chains(center, radius, self.scale, log_tilt, rng, n)
+        warn_unless_converged(diag, "the restricted Riemannian Laplace's polar chains", 5)
+        return x, diag
 
     def sample(self, footpoint: Array, size=None, rng: np.random.Generator | int | None = None) -> Array:
         """Independent draws centred at ``footpoint``, of shape size + batch + point_shape.
@@ -315,8 +378,8 @@ class RiemannianLaplace:
         except LowAcceptanceError as exc:
             if not self.allow_approximate:
                 raise self._refusal(after_data=self.restrict_to is not None) from None
-            x, diag = self._mcmc(footpoint, n, rng)
+            x, diag, method = self._mcmc(footpoint, n, rng)
             self.last_info = SamplerInfo(
-                "random-walk Metropolis-Hastings (approximate)", False, diag.acceptance_rate, diag,
+                method, False, diag.acceptance_rate, diag,
                 [f"exact samplers were not used: {exc}"])
         return x.reshape(shape + m.point_shape)

@@ -140,6 +140,37 @@ def effective_sample_size(trace: Array) -> float:
     return float(length * m / max(tau, 1e-12))
 
 
+def _rank_normal(trace: Array) -> Array:
+    """Normal scores of the pooled ranks, Phi^-1((rank - 3/8) / (S + 1/4)) (Blom; ties, which
+    rejected Metropolis-Hastings steps make, share their average rank), in the trace's shape."""
+    from scipy import special
+
+    _, where, counts = np.unique(trace, return_inverse=True, return_counts=True)
+    ranks = (np.cumsum(counts) - 0.5 * (counts - 1))[where].reshape(trace.shape)
+    return special.ndtri((ranks - 0.375) / (trace.size + 0.25))
+
+
+def _split(trace: Array) -> Array:
+    """Each chain's two halves as separate chains (the middle draw of an odd length dropped)."""
+    half = trace.shape[0] // 2
+    return np.concatenate([trace[:half], trace[trace.shape[0] - half:]], axis=1)
+
+
+def rank_r_hat(trace: Array) -> float:
+    """Rank-normalised split R-hat of a (length, chains) trace: the larger of the bulk R-hat
+    (split R-hat of the rank-normal scores) and the tail R-hat (the same of the folded draws
+    |x - median|), Vehtari, Gelman, Simpson, Carpenter & Buerkner (2021), Section 4.2. Unlike
+    the classic R-hat it is finite for heavy tails and sees chains that differ in scale only."""
+    folded = np.abs(trace - np.median(trace))
+    return max(split_r_hat(_rank_normal(trace)), split_r_hat(_rank_normal(folded)))
+
+
+def bulk_ess(trace: Array) -> float:
+    """Bulk effective sample size of a (length, chains) trace: the multi-chain ESS of the
+    rank-normal scores of the split chains (Vehtari et al. 2021, Section 4.3)."""
+    return effective_sample_size(_split(_rank_normal(trace)))
+
+
 def run_chains(state: Array, log_target: Callable[[Array], Array],
                propose: Callable[[Array, float, np.random.Generator], tuple[Array, Array]],
                rng: np.random.Generator, burn_in: int, trace_length: int, step: float,

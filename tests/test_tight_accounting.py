@@ -390,3 +390,28 @@ def test_a_repeated_calibration_is_answered_from_the_cache():
     z = noise_multiplier_for(1.0, 1e-5, 0.01, 1000)
     assert noise_multiplier_for(1.0, 1e-5, 0.01, 1000) == z
     assert noise_multiplier_for.cache_info().hits == 1
+
+
+def test_gdp_profile_and_its_inverse_hold_against_60_digits_down_to_mu_1e_10():
+    """Adversarial review: at mu <= 1e-5 (a full batch at z >= 1e5) the closed-form delta_mu(eps)
+    lost up to 2e-5 of its relative accuracy (1 - e^x rounded for x near 0, and log Phi(a) -
+    log Phi(b) cancelling), so gdp_epsilon returned an epsilon whose exact delta exceeded the
+    target. Every returned epsilon's exact delta must stay <= the target."""
+    mp = pytest.importorskip("mpmath")
+    from geodp.privacy import PLDAccountant
+    from geodp.privacy.conversions import gdp_delta, gdp_epsilon
+
+    mp.mp.dps = 60
+
+    def exact(mu, eps):
+        mu, eps = mp.mpf(mu), mp.mpf(eps)
+        return mp.ncdf(-eps / mu + mu / 2) - mp.exp(eps) * mp.ncdf(-eps / mu - mu / 2)
+
+    for mu in np.logspace(-10, 1, 60):
+        for delta in (1e-12, 1e-9, 1e-5, 1e-2):
+            eps = gdp_epsilon(mu, delta)
+            assert eps == 0.0 or exact(mu, eps) <= delta
+        for ratio in (0.1, 1.0, 3.0):
+            assert abs(gdp_delta(mu, ratio * mu) / float(exact(mu, ratio * mu)) - 1) < 1e-9
+    eps = PLDAccountant().compose_gaussian(1e6).epsilon(1e-12)  # the reviewer's reproducer
+    assert exact(1e-6, eps) <= 1e-12

@@ -651,7 +651,7 @@ class PLDAccountant:
     def delta(self, epsilon: float) -> float:
         """Smallest delta (an upper bound) such that the composition is (epsilon, delta)-DP."""
         if self._gaussian_only():
-            # log_gdp_delta errs by at most 4e-11 relative (conversions.SAFETY)
+            # log_gdp_delta errs by at most 2e-10 relative (conversions.SAFETY)
             return gdp_delta(math.sqrt(self._gaussian_mu2), epsilon) * (1.0 + SAFETY)
         return max(p.delta(epsilon) for p in self._directions())
 

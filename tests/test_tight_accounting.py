@@ -415,3 +415,25 @@ def test_gdp_profile_and_its_inverse_hold_against_60_digits_down_to_mu_1e_10():
             assert abs(gdp_delta(mu, ratio * mu) / float(exact(mu, ratio * mu)) - 1) < 1e-9
     eps = PLDAccountant().compose_gaussian(1e6).epsilon(1e-12)  # the reviewer's reproducer
     assert exact(1e-6, eps) <= 1e-12
+
+
+def test_calibration_where_pld_rounding_exceeds_delta_falls_back_to_the_rdp_certificate():
+    """Adversarial review: at a tiny delta after many steps PLD's own rounding terms exceed delta
+    (its epsilon is inf at every z), and the bracket below the RDP answer raised SciPy's 'f(a)
+    and f(b) must have different signs'. The RDP answer, which the RDP accountant certifies, is
+    returned instead."""
+    from geodp.privacy.rdp import composed_epsilon
+
+    z = noise_multiplier_for(3.0, 1e-12, sample_rate=0.01, steps=1000)
+    assert composed_epsilon(z, 1e-12, 0.01, 1000, "poisson", "rdp") <= 3.0
+    assert z == noise_multiplier_for(3.0, 1e-12, sample_rate=0.01, steps=1000, accountant="rdp")
+
+
+def test_a_cached_calibration_still_refuses_what_a_fresh_one_refuses():
+    """steps=True hashes as 1: validation comes before the cache, so it is refused even after
+    steps=1 was calibrated; a 0-d array epsilon is a number, not an unhashable argument."""
+    noise_multiplier_for(1.0, 1e-5, sample_rate=0.01, steps=1)
+    with pytest.raises(ValueError, match="steps must be a positive integer"):
+        noise_multiplier_for(1.0, 1e-5, sample_rate=0.01, steps=True)
+    assert noise_multiplier_for(np.array(1.0), 1e-5, sample_rate=0.01, steps=1) == \
+        noise_multiplier_for(1.0, 1e-5, sample_rate=0.01, steps=1)

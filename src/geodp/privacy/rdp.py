@@ -338,7 +338,6 @@ def composed_epsilon(noise_multiplier: float, delta: float, sample_rate: float =
     raise ValueError(f"accountant must be one of {ACCOUNTANTS}, got {accountant!r}")
 
 
-@functools.lru_cache(maxsize=256)
 def noise_multiplier_for(epsilon: float, delta: float, sample_rate: float = 1.0, steps: int = 1,
                          sampling: str = "poisson", accountant: str = "pld") -> float:
     """Smallest noise multiplier z (to 1e-6 relative) whose composition of ``steps`` subsampled
@@ -365,13 +364,22 @@ def noise_multiplier_for(epsilon: float, delta: float, sample_rate: float = 1.0,
     1.41
     """
     epsilon = check_positive("epsilon", epsilon)
-    check_delta(delta)
-    check_count("steps", steps, 1)
+    delta = check_delta(delta)
+    steps = check_count("steps", steps, 1)
     if accountant not in ACCOUNTANTS:
         raise ValueError(f"accountant must be one of {ACCOUNTANTS}, got {accountant!r}")
     if accountant == "pld" and sampling != "poisson":
         raise ValueError("the PLD accountant covers Poisson sampling; pass accountant='rdp' for "
                          "sampling without replacement")
+    # validated first, so a cached answer never admits an argument a fresh call would refuse
+    return _noise_multiplier(epsilon, delta, check_positive("sample_rate", sample_rate), steps,
+                             sampling, accountant)
+
+
+@functools.lru_cache(maxsize=256)
+def _noise_multiplier(epsilon: float, delta: float, sample_rate: float, steps: int, sampling: str,
+                      accountant: str) -> float:
+    """``noise_multiplier_for`` on validated arguments (cached: a pure function of public numbers)."""
 
     def excess(log_z: float) -> float:
         return composed_epsilon(np.exp(log_z), delta, sample_rate, steps, sampling,
@@ -386,8 +394,12 @@ def noise_multiplier_for(epsilon: float, delta: float, sample_rate: float = 1.0,
         z = _pld_multiplier(epsilon, delta, float(sample_rate), steps, excess)
         if z is not None:
             return z
-        # the RDP answer is feasible for PLD too (PLD's epsilon is never larger): bracket below it
-        hi = np.log(noise_multiplier_for(epsilon, delta, sample_rate, steps, sampling, "rdp"))
+        # bracket below the RDP answer, which PLD certifies too unless its rounding terms alone
+        # exceed delta (a tiny delta after many steps): then the RDP accountant certifies it
+        rdp_z = _noise_multiplier(epsilon, delta, sample_rate, steps, sampling, "rdp")
+        hi = np.log(rdp_z)
+        if excess(hi) > 0:
+            return rdp_z
         lo = hi + np.log(0.85)
         while excess(lo) <= 0:
             lo, hi = lo + np.log(0.85), lo
@@ -408,6 +420,10 @@ def noise_multiplier_for(epsilon: float, delta: float, sample_rate: float = 1.0,
     while excess(np.log(z)) > 0:
         z *= 1.0 + 1e-6
     return z
+
+
+noise_multiplier_for.cache_clear = _noise_multiplier.cache_clear
+noise_multiplier_for.cache_info = _noise_multiplier.cache_info
 
 
 #: Grid steps of the coarse PLD evaluations steering the PLD calibration (``_pld_multiplier``).

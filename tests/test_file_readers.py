@@ -184,3 +184,23 @@ def test_release_json_carries_the_guarantee_as_numbers(capsys):
 def test_a_manifold_specification_with_the_wrong_sizes_or_an_empty_option_says_so(spec, says):
     with pytest.raises(ValueError, match=re.escape(says)):
         manifold_from_spec(spec)
+
+
+def test_a_warning_that_depends_on_the_data_is_published_only_with_diagnostics(tmp_path, capsys):
+    """Adversarial review: a warning whose raising depends on the data without noise (heavy
+    clipping; an MCMC sampler failing its convergence checks, with R-hat and ESS in its text) was
+    printed on stderr and put in the default JSON's "warnings". It now appears, on stderr and
+    under diagnostics_not_private, only with --diagnostics."""
+    import json
+
+    path = tmp_path / "far.npy"
+    np.save(path, np.random.default_rng(0).normal(size=(50, 2)) * 3)
+    args = ["release", "mean", str(path), "--manifold", "euclidean:2", "--center", "0,0",
+            "--radius", "0.5", "--clip", "--epsilon", "1", "--seed", "0"]
+    assert main(args) == 0
+    out, err = capsys.readouterr()
+    assert "onto the boundary" not in out + err and json.loads(out)["warnings"] == []
+    assert main(args + ["--diagnostics"]) == 0
+    out, err = capsys.readouterr()
+    assert "onto the boundary" in err
+    assert any("onto the boundary" in w for w in json.loads(out)["diagnostics_not_private"]["warnings"])

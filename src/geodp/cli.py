@@ -453,28 +453,47 @@ def flag_spelling() -> Iterator[None]:
         raise exc.spelled(flag) from None
 
 
+class Caught(list):
+    """The warnings of a release as text: the public ones (raised from public parameters), and
+    in ``diagnostic`` those whose raising depends on the data without noise."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.diagnostic: list[str] = []
+
+
 @contextmanager
-def spelled_warnings() -> Iterator[list[str]]:
-    """Warnings raised in the block, printed on stderr as ``warning: ...`` (options as flags) and
-    collected, as text, into the list yielded."""
+def spelled_warnings(show_diagnostics: bool = False) -> Iterator[Caught]:
+    """Warnings raised in the block, collected as text (options as flags) and printed on stderr
+    as ``warning: ...``; a warning marked ``diagnostic`` (it depends on the data without noise)
+    is printed and published only with ``show_diagnostics`` (--diagnostics)."""
     from .parameters import Spelled
 
-    caught: list[str] = []
+    caught = Caught()
     with warnings.catch_warnings(record=True) as records:
         warnings.simplefilter("always")
         yield caught
     for w in records:
         message = w.message.spelled(flag) if isinstance(w.message, Spelled) else w.message
+        if getattr(w.message, "diagnostic", False):
+            caught.diagnostic.append(str(message))
+            if not show_diagnostics:
+                continue
+        else:
+            caught.append(str(message))
         print(f"warning: {message}", file=sys.stderr)
-        caught.append(str(message))
 
 
-def published(rel, caught: list[str], args: argparse.Namespace, ledger) -> dict:
-    """A release's output: the warnings caught (``spelled_warnings``), the release with its
-    caveats spelled as flags (diagnostics with --diagnostics) and the ledger's remaining budget."""
+def published(rel, caught: Caught, args: argparse.Namespace, ledger) -> dict:
+    """A release's output: the public warnings caught (``spelled_warnings``), the release with
+    its caveats spelled as flags, with --diagnostics its diagnostics and the diagnostic warnings,
+    and the ledger's remaining budget."""
     rel = replace(rel, caveats=tuple(c.spelled(flag) for c in rel.caveats))
-    return {"warnings": caught, **rel.as_dict(diagnostics=args.diagnostics),
-            **ledger_remaining(ledger)}
+    out = {"warnings": list(caught), **rel.as_dict(diagnostics=args.diagnostics),
+           **ledger_remaining(ledger)}
+    if args.diagnostics:
+        out["diagnostics_not_private"]["warnings"] = caught.diagnostic
+    return out
 
 
 def ledger_remaining(ledger) -> dict:
@@ -505,7 +524,7 @@ def cmd_release_mean(args: argparse.Namespace) -> None:
     refusal = unused_options(args.mechanism, set(given) | flags, footpoint)
     if refusal is not None:
         raise refusal
-    with dask_cluster(args), flag_spelling(), spelled_warnings() as caught:
+    with dask_cluster(args), flag_spelling(), spelled_warnings(args.diagnostics) as caught:
         rel = private_frechet_mean(manifold, points, args.epsilon, center, radius,
                                    mechanism=args.mechanism, clip_data=args.clip_data, ledger=ledger,
                                    rng=args.seed, restrict=args.restrict, delta=args.delta,
@@ -574,7 +593,7 @@ def cmd_release_regression(args: argparse.Namespace) -> None:
     if refusal is not None:
         raise refusal
     ledger = open_ledger(args.ledger)
-    with flag_spelling(), spelled_warnings() as caught:
+    with flag_spelling(), spelled_warnings(args.diagnostics) as caught:
         rel = private_geodesic_regression(manifold, x, y, args.epsilon, args.tau, x_range, args.v_max,
                                           center=center, radius=args.radius, rng=args.seed,
                                           release=args.release, clip_data=args.clip_data, ledger=ledger,
@@ -636,7 +655,7 @@ def cmd_release_pca(args: argparse.Namespace) -> None:
                          f"{PCA_SPACES.format(last=d - 1, d=d)}")
     estimator = private_pca if len(shape) == 1 else private_principal_subspace
     ledger = open_ledger(args.ledger)
-    with flag_spelling(), spelled_warnings() as caught:
+    with flag_spelling(), spelled_warnings(args.diagnostics) as caught:
         rel = estimator(manifold, points, args.epsilon, args.delta, args.norm_bound,
                         steps=args.steps, lr=args.lr, clip_data=args.clip_data, rng=args.seed,
                         ledger=ledger, secure=args.secure)

@@ -17,7 +17,12 @@ CLIP_WARNING = 0.05
 
 
 class ClippingWarning(UserWarning):
-    """Clipping moved a large share of the records onto the public ball's boundary."""
+    """Clipping moved a large share of the records onto the public ball's boundary.
+
+    A diagnostic: whether it is raised depends on the data without noise, so the command line
+    publishes it only with ``--diagnostics``."""
+
+    diagnostic = True
 
 
 def python_keyword(option: str) -> str:

@@ -38,7 +38,12 @@ OPT_IN = "allow_approximate=True"
 
 
 class ApproximateSamplerWarning(UserWarning):
-    """Draws of an approximate (MCMC) sampler whose diagnostics fail their thresholds."""
+    """Draws of an approximate (MCMC) sampler whose diagnostics fail their thresholds.
+
+    A diagnostic: whether it is raised, and its numbers, depend on the data without noise, so
+    the command line publishes it only with ``--diagnostics``."""
+
+    diagnostic = True
 
 
 class ApproximateSamplerRefused(ValueError):

@@ -16,26 +16,29 @@ has no exact sampler once s exceeds the critical scale (``spd_critical_scale``),
 lies against the ball's boundary.
 
 A law pi proportional to w Q (``log_tilt`` = log w; the restricted Laplace at a footpoint m has
-log w(x) = -(rho(m, x) - rho(c, x)) / s) is drawn by chains whose every step proposes
-V' fresh from the Haar law and r' from a kernel K that is reversible for f, and accepts with
-probability min(1, w(x') / w(x)): with a proposal reversible for Q, that acceptance gives
-detailed balance for w Q (Tierney 1994, Section 2.3.1; the construction of preconditioned
-Crank-Nicolson, whose proposal is reversible for a Gaussian prior). Where w varies little over
-the ball, most proposals are accepted (on ``connectomes`` about 70%: the data-free law Q already
-has the right shape, and w tilts mainly the trace of Log_c x). K, built without the data, moves
-r in polar coordinates r = t (sin theta e + cos theta w), e = (1, ..., 1) / sqrt n, w a unit
-traceless sorted vector, by a random-scan sweep of three moves, each reversible for the
-conditional law of its coordinate under f (so the sweep in either order, picked at random, is
-reversible for f):
+log w(x) = -(rho(m, x) - rho(c, x)) / s) is drawn by chains each of whose steps makes two
+Metropolis-Hastings moves with proposals reversible for Q, accepted with probability
+min(1, w(x') / w(x)): with a proposal reversible for Q, that acceptance gives detailed balance
+for w Q (Tierney 1994, Section 2.3.1; the construction of preconditioned Crank-Nicolson, whose
+proposal is reversible for a Gaussian prior). First r' from a kernel K reversible for f, the
+frame V kept; then V' with r kept, with probability 1/2 fresh from the Haar law, else Q V with
+Q the Cayley transform of a small random skew matrix (Q and Q^-1 equally likely; the Haar law is
+invariant under Q). Where w varies little over the ball, most proposals are accepted (on
+``connectomes`` 85%: the data-free law Q already has the right shape, and w tilts mainly the
+trace of Log_c x). K, built without the data, moves r in polar coordinates
+r = t (sin theta e + cos theta u), e = (1, ..., 1) / sqrt n, u a unit traceless sorted vector, by
+a random-scan sweep of three moves, each reversible for the conditional law of its coordinate
+under f (so the sweep in either order, picked at random, is reversible for f):
 
 - the radius t = |r|: slice sampling (Neal 2003, stepping out and shrinkage) of
-  (n - 1) log t - t / s + P(t cos theta w) on (0, R], P(x) = sum_{i<j} log sinh((x_i - x_j) / 2);
+  (n - 1) log t - t / s + P(t cos theta u) on (0, R], P(x) = sum_{i<j} log sinh((x_i - x_j) / 2);
 - the angle theta to the trace direction: slice sampling of (n - 2) log cos theta +
-  P(t cos theta w) on (-pi/2, pi/2) (the sphere's surface measure is cos^(n-2) theta dtheta dw).
-  Against the ball's boundary the trace and the traceless part are tied (s^2 + |w|^2 <= R^2), a
-  ridge that a random walk in r crosses only in thousands of steps; this move follows it;
-- the shape w, given t and theta: density proportional to exp(P(c w)), c = t cos theta, on the
-  sorted unit traceless vectors. In log-gap coordinates l_k = log(w_k - w_(k+1)) + lambda, with
+  P(t cos theta u) on (-pi/2, pi/2) (the sphere's surface measure is cos^(n-2) theta dtheta du).
+  Against the ball's boundary the trace and the traceless part of r are tied (their squared
+  norms add to at most R^2), a ridge that a random walk in r crosses only in thousands of steps;
+  this move follows it;
+- the shape u, given t and theta: density proportional to exp(P(c u)), c = t cos theta, on the
+  sorted unit traceless vectors. In log-gap coordinates l_k = log(u_k - u_(k+1)) + lambda, with
   an auxiliary log-scale lambda ~ N(0, 1) drawn afresh (data augmentation), the density is
   smooth and nearly Gaussian (the repulsion of close eigenvalues, a barrier in r, becomes an
   exponential tail), and ``SHAPE_STEPS`` steps of preconditioned MALA (Roberts & Tweedie 1996)
@@ -149,20 +152,20 @@ class EigenBallLaw:
         return np.where(t <= self.radius, self._pairs(r) - t / self.scale, -np.inf)
 
     def _polar(self, r: Array) -> tuple[Array, Array, Array]:
-        """t = |r|, the angle theta to the trace direction and the unit traceless part w."""
+        """t = |r|, the angle theta to the trace direction and the unit traceless part u."""
         along = r @ self.trace_direction
-        w = r - along[:, None] * self.trace_direction
-        p = np.linalg.norm(w, axis=1)
-        return np.linalg.norm(r, axis=1), np.arctan2(along, p), w / p[:, None]
+        u = r - along[:, None] * self.trace_direction
+        p = np.linalg.norm(u, axis=1)
+        return np.linalg.norm(r, axis=1), np.arctan2(along, p), u / p[:, None]
 
-    def _compose(self, t: Array, theta: Array, w: Array) -> Array:
+    def _compose(self, t: Array, theta: Array, u: Array) -> Array:
         return t[:, None] * (np.sin(theta)[:, None] * self.trace_direction
-                             + np.cos(theta)[:, None] * w)
+                             + np.cos(theta)[:, None] * u)
 
     # ------------------------------------------------------------------ the moves
     def _radius_move(self, r: Array, rng: np.random.Generator) -> Array:
-        t, theta, w = self._polar(r)
-        x = np.cos(theta)[:, None] * w
+        t, theta, u = self._polar(r)
+        x = np.cos(theta)[:, None] * u
         n, s = self.n, self.scale
 
         def log_t(y, rows):
@@ -170,42 +173,42 @@ class EigenBallLaw:
                 out = (n - 1) * np.log(y) - y / s + self._pairs(y[:, None] * x[rows])
             return np.where((y > 0) & (y <= self.radius), out, -np.inf)
 
-        return self._compose(slice_sample(log_t, t, self.widths[0], rng), theta, w)
+        return self._compose(slice_sample(log_t, t, self.widths[0], rng), theta, u)
 
     def _angle_move(self, r: Array, rng: np.random.Generator) -> Array:
-        t, theta, w = self._polar(r)
+        t, theta, u = self._polar(r)
 
         def log_theta(y, rows):
             c = np.cos(y)
             with np.errstate(divide="ignore", invalid="ignore"):
-                out = (self.n - 2) * np.log(c) + self._pairs((t[rows] * c)[:, None] * w[rows])
+                out = (self.n - 2) * np.log(c) + self._pairs((t[rows] * c)[:, None] * u[rows])
             return np.where(np.abs(y) < 0.5 * np.pi, out, -np.inf)
 
-        return self._compose(t, slice_sample(log_theta, theta, self.widths[1], rng), w)
+        return self._compose(t, slice_sample(log_theta, theta, self.widths[1], rng), u)
 
     def _shape_log_density(self, l: Array, c: Array) -> tuple[Array, Array]:
         """Log density (up to a constant) of the log-gaps l (k, n - 1) of the shape law at
-        c = t cos theta, and its gradient: P(c w) - lambda^2 / 2 - (n - 1) lambda + sum l, with
-        g = e^l, psi(g) = p w and lambda = log p (the Jacobian of l -> (w, lambda) is
+        c = t cos theta, and its gradient: P(c u) - lambda^2 / 2 - (n - 1) lambda + sum l, with
+        g = e^l, psi(g) = p u and lambda = log p (the Jacobian of l -> (u, lambda) is
         |det psi| prod g / p^(n-1))."""
         gaps = np.exp(l)
         vec = _from_gaps(gaps)
         p = np.linalg.norm(vec, axis=1)
-        w, lam = vec / p[:, None], np.log(p)
-        pairs, dp = self._pairs(c[:, None] * w, gradient=True)
+        u, lam = vec / p[:, None], np.log(p)
+        pairs, dp = self._pairs(c[:, None] * u, gradient=True)
         value = pairs - 0.5 * lam ** 2 - (self.n - 1) * lam + l.sum(axis=1)
         dp = c[:, None] * dp
-        dvec = (dp - np.sum(dp * w, axis=1, keepdims=True) * w
-                - (lam + self.n - 1)[:, None] * w) / p[:, None]
+        dvec = (dp - np.sum(dp * u, axis=1, keepdims=True) * u
+                - (lam + self.n - 1)[:, None] * u) / p[:, None]
         return value, gaps * _from_gaps_adjoint(dvec) + 1.0
 
     def _shape_move(self, r: Array, rng: np.random.Generator,
                     steps: int = SHAPE_STEPS) -> tuple[Array, Array, float]:
-        """MALA on the log-gaps of w at fixed t and theta; returns the states, the final log-gaps
+        """MALA on the log-gaps of u at fixed t and theta; returns the states, the final log-gaps
         and the acceptance rate."""
-        t, theta, w = self._polar(r)
+        t, theta, u = self._polar(r)
         c = t * np.cos(theta)
-        l = np.log(w[:, :-1] - w[:, 1:]) + rng.standard_normal(len(r))[:, None]
+        l = np.log(u[:, :-1] - u[:, 1:]) + rng.standard_normal(len(r))[:, None]
         lp, grad = self._shape_log_density(l, c)
         chol, h = self.precondition, self.step
         accepted = 0
@@ -221,8 +224,8 @@ class EigenBallLaw:
             grad = np.where(ok[:, None], grad_y, grad)
             accepted += int(ok.sum())
         vec = _from_gaps(np.exp(l))
-        w = vec / np.linalg.norm(vec, axis=1, keepdims=True)
-        return self._compose(t, theta, w), l, accepted / (steps * len(r))
+        u = vec / np.linalg.norm(vec, axis=1, keepdims=True)
+        return self._compose(t, theta, u), l, accepted / (steps * len(r))
 
     def sweep(self, r: Array, rng: np.random.Generator) -> tuple[Array, Array, float]:
         """One step of K from each row of r (k, n): the radius, angle and shape moves in this

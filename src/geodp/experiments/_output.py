@@ -39,7 +39,8 @@ def save_figure(fig, path: Path, dpi: int = 120) -> bool:
 VERDICTS = ("agree", "partly", "disagree", "not reproduced")
 
 
-def write_summary(out: Path, title: str, findings: list[dict]) -> Path:
+def write_summary(out: Path, title: str, findings: list[dict],
+                  sections: dict[str, str] | None = None) -> Path:
     """Write ``summary.md``: the paper's value or claim beside geodp's, figure by figure.
 
     Parameters
@@ -52,6 +53,8 @@ def write_summary(out: Path, title: str, findings: list[dict]) -> Path:
         One per figure (or table), with keys ``figure`` (e.g. ``"Figure 1a"``; its files are
         named ``fig1a.png`` / ``fig1a.csv``), ``paper`` (the paper's value or claim), ``geodp``
         (what this run found), ``verdict`` (one of :data:`VERDICTS`) and ``why``.
+    sections : dict of str to str, optional
+        Sections after the table (heading -> text), e.g. the setting a reproduction chose.
 
     Returns
     -------
@@ -64,6 +67,8 @@ def write_summary(out: Path, title: str, findings: list[dict]) -> Path:
     lines = [f"# {title}", "", "| figure | paper | geodp | verdict | why |", "|---|---|---|---|---|"]
     lines += [f"| {f['figure']} | {f['paper']} | {f['geodp']} | {f['verdict']} | {f['why']} |"
               for f in findings]
+    for heading, text in (sections or {}).items():
+        lines += ["", f"## {heading}", "", text]
     out.mkdir(parents=True, exist_ok=True)
     path = out / "summary.md"
     path.write_text("\n".join(lines) + "\n")

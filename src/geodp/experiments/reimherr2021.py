@@ -467,11 +467,8 @@ def run(out: Path, *, reps: int = 1000, seed: int = 0, quick: bool = False) -> d
     title = "Reimherr, Bharath & Soto (2021): Figure 1 and Supplement Figure 2"
     if quick:
         title += f" (quick mode: n in {sizes}, {reps} replicates; not the paper's counts)"
-    summary = write_summary(out, title, findings)
-    with open(summary, "a") as f:
-        f.write("\n## Setting\n\n" + SETTING_NOTE.format(
-            sizes=", ".join(map(str, sizes)), small=SMALL_N, large=LARGE_N, reps=reps,
-            sens=sens_reps) + "\n")
+    summary = write_summary(out, title, findings, {"Setting": SETTING_NOTE.format(
+        sizes=", ".join(map(str, sizes)), small=SMALL_N, large=LARGE_N, reps=reps, sens=sens_reps)})
     return {"output": str(out), "png": png, "summary": str(summary), "quick": quick,
             "replicates": reps, "sensitivity_replicates": sens_reps,
             "empirical_bound_pi_over_8": empirical, "findings": findings}

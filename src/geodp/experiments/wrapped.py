@@ -524,10 +524,8 @@ def run(out: Path, *, reps: int = 100, seed: int = 0, quick: bool = False,
     title = "Exponential-wrapped mechanisms on Hadamard manifolds: Figures 1, 2, 3, 7 and Table 1"
     if quick:
         title += f" (quick mode: budgets {grid + extended}, {reps} repetitions; not the paper's counts)"
-    summary = write_summary(out, title, findings)
-    with open(summary, "a") as f:
-        f.write("\n## Setting chosen (the paper states neither)\n\n" + SETTING_NOTE.format(
-            grid=", ".join(f"{b:g}" for b in GRID), extended=", ".join(f"{b:g}" for b in EXTENDED))
-            + "\n")
+    summary = write_summary(out, title, findings, {
+        "Setting chosen (the paper states neither)": SETTING_NOTE.format(
+            grid=", ".join(f"{b:g}" for b in GRID), extended=", ".join(f"{b:g}" for b in EXTENDED))})
     return {"output": str(out), "png": png, "summary": str(summary), "quick": quick,
             "replicates": reps, "findings": findings}

@@ -558,10 +558,6 @@ class PLDAccountant:
     they are reported by the closed-form profile of mu-GDP (``gdp_epsilon``, ``gdp_delta``);
     with other parts, that one Gaussian is discretised once and composed with them.
 
-    >>> acc = PLDAccountant().compose_gaussian(1.1, steps=1000, sample_rate=0.01)
-    >>> round(acc.epsilon(1e-5), 2)
-    1.52
-
     Examples
     --------
     >>> import numpy as np

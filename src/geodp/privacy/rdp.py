@@ -251,10 +251,6 @@ class RDPAccountant:
     For Poisson-subsampled Gaussians the curves are exact at every order; ``PLDAccountant`` is
     tighter still (RDP's conversion to (epsilon, delta) is lossy).
 
-    >>> acc = RDPAccountant().compose_gaussian(1.1, steps=1000, sample_rate=0.01)
-    >>> round(acc.epsilon(1e-5), 2)
-    1.71
-
     Examples
     --------
     >>> import numpy as np

@@ -165,6 +165,16 @@ def space_form_mean_exp_adjoints(p: Array, v: Array, x: Array, e: Array, sign: f
 #: ``random_ball`` gives up (after 10^6 proposals) when it keeps fewer than this share of them.
 BALL_MIN_RATE = 1e-4
 
+
+def first_bad(bad: Array) -> str:
+    """Where the first True of a boolean batch ``bad`` lies, as " (the first at index i, j)"
+    ("" for a single point): an error names a bad record by position, never by its values."""
+    if not bad.ndim:
+        return ""
+    first = np.unravel_index(int(np.argmax(bad)), bad.shape)
+    return f" (the first at index {', '.join(map(str, first))})"
+
+
 class Manifold(ABC):
     """A complete Riemannian manifold, vectorised over leading batch dimensions.
 
@@ -455,11 +465,10 @@ class Manifold(ABC):
         defect = self._point_defect(x)
         bad = ~(defect <= tolerance)
         if np.any(bad):
-            first = np.unravel_index(int(np.argmax(bad)), bad.shape) if bad.ndim else ()
-            where = f" (the first at index {', '.join(map(str, first))})" if first else ""
             raise ValueError(
                 f"{'one or more points are' if bad.ndim else 'the point is'} not on {self!r}"
-                f"{where}: the defect exceeds the tolerance {tolerance:g}{self._defect_hint()}"
+                f"{first_bad(bad)}: the defect exceeds the tolerance {tolerance:g}"
+                f"{self._defect_hint()}"
             )
         return x if tolerance == self.tolerance else self.project(x)
 

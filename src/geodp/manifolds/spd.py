@@ -10,7 +10,7 @@ from . import _matrix as mx
 from . import _triangular as tri
 from ._special import cosh_sinhc, log_sinhc
 from ._threads import map_parts, split_batch, threaded
-from .base import Array, Manifold, integer_size, rowdot, weighted_sum
+from .base import Array, Manifold, first_bad, integer_size, rowdot, weighted_sum
 
 METRICS = ("affine", "log-euclidean")
 
@@ -113,10 +113,8 @@ class SPD(Manifold):
         x = super().check_point(x)
         bad = ~mx.is_positive_definite(x)
         if np.any(bad):  # named by position only: an error quotes no statistic of the data
-            first = np.unravel_index(int(np.argmax(bad)), bad.shape) if bad.ndim else ()
-            where = f" (the first at index {', '.join(map(str, first))})" if first else ""
             raise ValueError(f"{'one or more matrices are' if bad.ndim else 'the matrix is'} not "
-                             f"positive definite{where}; SPD.project floors the eigenvalues")
+                             f"positive definite{first_bad(bad)}; SPD.project floors the eigenvalues")
         return x
 
     def _defect_hint(self) -> str:

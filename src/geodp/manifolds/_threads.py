@@ -17,6 +17,7 @@ run whole and serially, so nested batched calls never wait on their own pool.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import threading
@@ -159,14 +160,42 @@ def _run_blocks(task: Callable[[int, int], object], size: int, row_bytes: int) -
             return [task(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
 
     def run(lo: int, hi: int) -> object:
+        before = getattr(_state, "inside", False)
         _state.inside = True
         try:
             return task(lo, hi)
         finally:
-            _state.inside = False
+            _state.inside = before
 
     with _blas_limited(1):
-        return list(_pool(workers, os.getpid()).map(run, bounds[:-1], bounds[1:]))
+        return _share_with_caller(run, list(zip(bounds[:-1], bounds[1:])), workers)
+
+
+def _share_with_caller(run: Callable[[int, int], object], blocks: list[tuple[int, int]],
+                       workers: int) -> list:
+    """run(lo, hi) for every block, results in block order, on ``workers`` threads of which the
+    calling thread is one: it and a pool of workers - 1 threads take the blocks one at a time
+    from a shared counter until none is left. A pool thread slow to wake (an idle virtual CPU
+    can take milliseconds) then finds the blocks done, and the call costs no more than a serial
+    one: the SPD(5) kernels on 2000 matrices, 3-6 ms of work, had gained 0.8-1.35x on two
+    threads when every block waited for a pool thread."""
+    results: list = [None] * len(blocks)
+    counter = itertools.count()
+
+    def drain() -> None:
+        for i in iter(lambda: next(counter), None):
+            if i >= len(blocks):
+                return
+            results[i] = run(*blocks[i])
+
+    pool = _pool(workers - 1, os.getpid())
+    futures = [pool.submit(drain) for _ in range(workers - 1)]
+    try:
+        drain()
+    finally:
+        for future in futures:
+            future.result()
+    return results
 
 
 def map_parts(fn: Callable[[int], object], indices: list[int]) -> list:

@@ -546,3 +546,17 @@ def test_convex_sampler_evaluates_gradients_lazily_with_the_eager_draws():
         assert evaluated <= sum(rows) + 1
         if size is None:  # one draw: the first chunks only, not the whole 256-proposal batch
             assert evaluated < sum(rows) - 100, (evaluated, sum(rows), info.acceptance_rate)
+
+
+def test_regression_with_approximation_allowed_never_publishes_exactness():
+    """Whether the regression's chains run depends on the data (the uniform pilot's acceptance),
+    so with allow_approximate the published flag is False whatever ran; diagnostics say what
+    did (here the exact sampler, as without allow_approximate, where the flag is True)."""
+    m = Sphere(2)
+    x = np.random.default_rng(0).uniform(0, 1, 100)
+    y = m.exp(np.array([0., 0, 1]), x[:, None] * np.array([0.5, 0, 0]))
+    run = dict(tau=0.5, x_range=(0, 1), v_max=1.0, rng=0)
+    allowed = geodp.private_geodesic_regression(m, x, y, 1.0, allow_approximate=True, **run)
+    default = geodp.private_geodesic_regression(m, x, y, 1.0, **run)
+    assert allowed.diagnostics["sampler"]["exact"] and not allowed.exact_sampler
+    assert default.exact_sampler

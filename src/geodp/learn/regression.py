@@ -177,12 +177,16 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     Sampling is exact (rejection from the uniform law on the domain) when that accepts at least
     1e-5 of its proposals (``kng.FALLBACK_ACCEPTANCE``); below it the release raises
     ``ApproximateSamplerRefused``. That acceptance depends on the data, so the refusal comes after
-    the ledger's reservation, which it keeps: the refused release has spent its budget.
+    the ledger's reservation, which it keeps: the refused release has spent its budget. The
+    refusal itself is an outcome that depends on the data, outside the guarantee (no public
+    parameter bounds that acceptance: docs/decisions.md).
 
     With ``allow_approximate=True``, below 1e-3 (``kng.MIN_UNIFORM_ACCEPTANCE``) ``chains``
     Metropolis-Hastings chains are run instead, started at uniform draws on the domain (split
-    R-hat and ESS in ``diagnostics``; ``exact_sampler=False``: the guarantee holds for the target
-    law, and the chain's output is approximate). Chains that have not mixed (R-hat > 1.1) give way
+    R-hat and ESS in ``diagnostics``; the guarantee holds for the target law, and the chain's
+    output is approximate). Whether chains ran depends on the data, so with
+    ``allow_approximate=True`` the release publishes ``exact_sampler=False`` whatever ran (which
+    ran is in ``diagnostics``). Chains that have not mixed (R-hat > 1.1) give way
     to the exact sampler when it accepts at least 1e-5; otherwise they run on, each time by half
     the steps they have run, R-hat then taken over the last half of all steps, up to ``max_steps``
     (default 16 times burn_in + 100 kept steps), and if they still have not mixed a
@@ -277,7 +281,8 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     return Release(value={"footpoint": p, "shooting_vector": v}, guarantee=target,
                    sensitivity=sensitivity, scale=scale,
                    mechanism=f"K-norm gradient geodesic regression ({release})",
-                   exact_sampler=exact, diagnostics=diagnostics, parameters=parameters,
+                   exact_sampler=exact and not allow_approximate, diagnostics=diagnostics,
+                   parameters=parameters,
                    theorem="K-norm gradient mechanism (Reimherr & Awan 2019) with the clipped-residual "
                            "gradient sensitivities of Kulkarni & Soto (Theorems 3.3 and D.1), "
                            "replace-one",

@@ -124,8 +124,9 @@ def sample_convex(manifold: Manifold, grad_norm: Callable[[Array], Array], minim
     |grad F(m)| - lambda rho(m, m_hat) + |grad F(m_hat)| >= 0. Proposals from the Riemannian
     Laplace around m_hat at scale sigma/lambda restricted to the ball (``convex_proposal``, exact
     itself), accepted with probability exp(-(that non-negative gap)/sigma), are exact draws of KNG.
-    Where that Laplace has no exact sampler at m_hat this raises ``ApproximateSamplerRefused``
-    (after reading the data), unless ``allow_approximate``: the proposals then come from its
+    Whether that Laplace draws exactly is decided from public parameters before the data are
+    read (``RiemannianLaplace.exact_planned``); where it cannot, this raises
+    ``ApproximateSamplerRefused``, unless ``allow_approximate``: the proposals then come from its
     Metropolis-Hastings chains, one per chain (its final state), at least ``CHAIN_BATCH`` at a
     time, and the report carries the diagnostics of the batch whose chains mixed worst (largest
     R-hat).
@@ -133,8 +134,7 @@ def sample_convex(manifold: Manifold, grad_norm: Callable[[Array], Array], minim
     lam = check_positive("strong convexity", strong_convexity)
     proposal = convex_proposal(manifold, lam, center, radius, scale, allow_approximate)
     wanted = 1 if size is None else size
-    most = (100_000 if not allow_approximate or proposal.draws_exactly(minimiser, rng)
-            else max(CHAIN_BATCH, 2 * wanted))
+    most = 100_000 if proposal.exact_planned(rng) else max(CHAIN_BATCH, 2 * wanted)
     slack = float(grad_norm(minimiser[None])[0])
     chains = []
     got = 0
@@ -500,7 +500,7 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
         return out
 
     def exact(rate: float, notes: list[str]) -> tuple[Array, SamplerInfo]:
-        with bar(None, f"exact rejection (accepts about {rate:.1e})") as meter:
+        with bar(None, "exact rejection from the uniform law on the domain") as meter:
             def accepted(batch):
                 s = domain.uniform(batch, rng)
                 meter.update(batch)

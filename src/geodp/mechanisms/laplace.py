@@ -76,14 +76,16 @@ class RiemannianLaplace:
     volume density on compact spaces of nonnegative curvature that are not isotropic (SO(n),
     n >= 4, and the Grassmannians: ``tangent_rejection``); a restricted law is sampled by rejection from the better of the
     unrestricted law and the uniform law on the ball. When every exact sampler would accept fewer
-    than ``min_acceptance`` of its proposals, ``sample`` raises ``ApproximateSamplerRefused``,
+    than ``min_acceptance`` of its proposals (at the ball's center, for a restricted law),
+    ``sample`` raises ``ApproximateSamplerRefused``,
     unless ``allow_approximate=True``: random-walk Metropolis-Hastings then takes over (at least
     ``MIN_CHAINS`` chains started in the public ``chain_ball``, by default the
     restriction ball; an ``ApproximateSamplerWarning`` when R-hat or ESS fail their thresholds)
     and ``last_info.exact`` is False; a restricted law on affine-invariant SPD(n >= 2) runs the
     polar chains of ``spd_chains`` instead (proposals reversible for the data-free restricted
-    Laplace at the ball's center, stopped on R-hat and bulk ESS). ``check_exact`` takes that decision from the public
-    parameters before any data are read (see there for what it cannot decide).
+    Laplace at the ball's center, stopped on R-hat and bulk ESS). ``exact_planned`` takes that
+    decision once, from the public parameters, before any data are read: exact or not, and a
+    refusal, never depend on the data.
 
     Examples
     --------
@@ -120,6 +122,8 @@ class RiemannianLaplace:
                 self.chain_ball = self.restrict_to
         require(manifold, ("dist",), by="the Riemannian Laplace mechanism")
         self._law, self._no_exact_law, self._ball_rate = None, None, None
+        self._exact_plan: bool | None = None
+        self._plan_reason = ""
         try:
             self._law = self._unrestricted_law()
         except NotNormalisableError:
@@ -183,10 +187,12 @@ class RiemannianLaplace:
         keep = np.log(rng.random(n)) <= -(m.dist(footpoint, x) - rho_min) / self.scale
         return x[keep]
 
-    def _restricted_choice(self, footpoint: Array, rng) -> tuple[str, float]:
+    def _restricted_choice(self, footpoint: Array, rng, refuse: bool = True) -> tuple[str, float]:
         """The better proposal for the restricted law at ``footpoint`` by a pilot run ("A" the
-        unrestricted law, "B" the uniform law on the ball) and its acceptance; LowAcceptanceError
-        below ``min_acceptance``."""
+        unrestricted law, "B" the uniform law on the ball) and its acceptance. Below
+        ``min_acceptance``: LowAcceptanceError when ``refuse``; otherwise the proposal that can
+        draw (A where the unrestricted law exists), its rate counted as at least one acceptance
+        in the pilot, for the caller to draw from all the same (``_exact_restricted``)."""
         pilot = 2000
         rates = {}
         for which in ("A", "B") if self._law is not None else ("B",):
@@ -205,9 +211,11 @@ class RiemannianLaplace:
             except (LowAcceptanceError, RuntimeError):
                 rates[which] = 0.0
         which = max(rates, key=rates.get)
-        if rates[which] < self.min_acceptance:
+        if rates[which] >= self.min_acceptance:
+            return which, rates[which]
+        if refuse:
             raise LowAcceptanceError(f"restricted proposals accept {rates[which]:.2e}")
-        return which, rates[which]
+        return ("A" if self._law is not None else "B"), max(rates[which], 1.0 / pilot)
 
     def _uniform_ball_rate(self) -> float:
         """The share of its proposals that ``random_ball`` keeps on the restriction ball (its own
@@ -232,57 +240,55 @@ class RiemannianLaplace:
         return self._ball_rate
 
     def _exact_restricted(self, footpoint: Array, n: int, rng) -> tuple[Array, float, str]:
-        which, rate = self._restricted_choice(footpoint, rng)
+        """Exact draws of the restricted law at ``footpoint``, once ``exact_planned``: from the
+        better proposal there, until ``n`` are accepted, however few it accepts (the choice and
+        the run time depend on the data; nothing the release publishes or raises does)."""
+        which, rate = self._restricted_choice(footpoint, rng, refuse=False)
         x, rate = accumulate(lambda batch: self._restricted_proposals(footpoint, batch, rng, which),
                              n, rate, self.min_acceptance, 2_000_000)
         label = "unrestricted law" if which == "A" else "uniform law on the ball"
         return x, rate, f"exact rejection from the {label}"
 
-    def check_exact(self, rng: np.random.Generator | int | None = None) -> None:
-        """Refuse now, from the public parameters alone, a law no exact sampler can draw.
+    def exact_planned(self, rng: np.random.Generator | int | None = None) -> bool:
+        """Whether ``sample`` draws exactly: decided once per mechanism, from the public
+        parameters alone, before any data are read, and kept.
 
-        Call it before a ledger reserves the release. Unrestricted, the exact samplers' acceptance
-        depends on the manifold and the scale only (the pilot runs of the SPD eigenvalue samplers
-        and of tangent rejection, at the public origin), so this decides for every footpoint. Restricted, it depends on where the footpoint lies in
-        the ball, which is data: the pilot runs at the ball's center instead, the most favourable
-        footpoint (a draw centred in the ball lands in it, and uniform proposals lie near it, most
-        often; exactly so on Euclidean space). A footpoint elsewhere can still fall below
-        ``min_acceptance``: ``sample`` then refuses after the data are read, and a ledger keeps
-        that release's reservation. A no-op with ``allow_approximate``.
+        Unrestricted, the exact samplers' acceptance depends on the manifold and the scale only
+        (the pilot runs of the SPD eigenvalue samplers and of tangent rejection, at the public
+        origin). Restricted, it also depends on where the footpoint lies in the ball, which is
+        data: the pilot runs at the ball's center instead, and once it passes, ``sample`` draws
+        exactly at every footpoint, however few proposals it accepts there. So neither the
+        published ``exact`` flag nor a refusal ever depends on the data (only the run time does:
+        a side channel outside the guarantee, as for every rejection sampler). With
+        ``allow_approximate``, a plan that fails means Metropolis-Hastings chains for every data
+        set."""
+        if self._exact_plan is None:
+            rng = as_generator(rng)
+            try:
+                if self.restrict_to is not None:
+                    self._restricted_choice(self.restrict_to[0], rng)
+                elif self._law is None:
+                    raise LowAcceptanceError(self._no_exact_law)
+                elif isinstance(self._law, (SPDEigenLaw, TangentRejectionLaw)):
+                    self._law.choose(rng)
+                self._exact_plan, self._plan_reason = True, ""
+            except LowAcceptanceError as exc:
+                self._exact_plan, self._plan_reason = False, str(exc)
+        return self._exact_plan
+
+    def check_exact(self, rng: np.random.Generator | int | None = None) -> None:
+        """Refuse now, from the public parameters alone (``exact_planned``), a law no exact
+        sampler can draw; call it before a ledger reserves the release. A no-op with
+        ``allow_approximate``, where such a law is drawn by chains instead.
 
         Raises
         ------
         ApproximateSamplerRefused
         """
-        if self.allow_approximate:
-            return
-        rng = as_generator(rng)
-        try:
-            if self.restrict_to is not None:
-                self._restricted_choice(self.restrict_to[0], rng)
-            elif self._law is None:
-                raise LowAcceptanceError(self._no_exact_law)
-            elif isinstance(self._law, (SPDEigenLaw, TangentRejectionLaw)):
-                self._law.choose(rng)
-        except LowAcceptanceError:
-            raise self._refusal(after_data=False) from None
+        if not self.allow_approximate and not self.exact_planned(rng):
+            raise self._refusal() from None
 
-    def draws_exactly(self, footpoint: Array, rng: np.random.Generator) -> bool:
-        """Whether ``sample`` at this single footpoint would use an exact sampler: the pilot run
-        ``sample`` itself makes (at the footpoint for a restricted law, which reads the data
-        when the footpoint is computed from them)."""
-        try:
-            if self.restrict_to is not None:
-                self._restricted_choice(self.manifold.check_point(footpoint), rng)
-            elif self._law is None:
-                return False
-            elif isinstance(self._law, (SPDEigenLaw, TangentRejectionLaw)):
-                self._law.choose(rng)
-        except LowAcceptanceError:
-            return False
-        return True
-
-    def _refusal(self, after_data: bool) -> ApproximateSamplerRefused:
+    def _refusal(self) -> ApproximateSamplerRefused:
         """The refusal of approximate draws, with the exact alternatives of this law."""
         what = f"the Riemannian Laplace on {self.manifold!r} at scale {self.scale:.4g}"
         if self._no_exact_law is not None and self.restrict_to is None:
@@ -295,13 +301,11 @@ class RiemannianLaplace:
                 f"proposals (as happens near the largest scale at which the law exists, or at large "
                 f"scales on a compact space of high dimension)",
                 ["a larger epsilon (a smaller scale)", "the exponential-wrapped Laplace"])
-        where = ("at the release's footpoint (a check on the data: a ledger keeps the reservation "
-                 "of this release)" if after_data else "even at the ball's center, where they "
-                 "accept the most")
         return ApproximateSamplerRefused(
             f"exact rejection samplers for {what} restricted to the ball of radius "
             f"{self.restrict_to[1]:.4g} accept fewer than {self.min_acceptance:g} of their "
-            f"proposals {where}",
+            f"proposals even at the ball's center, where they accept the most (decided before the "
+            f"data are read)",
             ["the unrestricted Riemannian Laplace, where it is normalisable", "a larger epsilon "
              "(the unrestricted law's draws, narrower, land in the ball more often)"])
 
@@ -370,6 +374,8 @@ class RiemannianLaplace:
                 return np.stack(draws).reshape(shape + m.point_shape)
             footpoint = np.ascontiguousarray(footpoints)
         try:
+            if not self.exact_planned(rng):
+                raise LowAcceptanceError(self._plan_reason)
             if self.restrict_to is None:
                 x, acc, method = self._exact_unrestricted(footpoint, n, rng)
             else:
@@ -377,7 +383,7 @@ class RiemannianLaplace:
             self.last_info = SamplerInfo(method, True, float(acc))
         except LowAcceptanceError as exc:
             if not self.allow_approximate:
-                raise self._refusal(after_data=self.restrict_to is not None) from None
+                raise self._refusal() from None
             x, diag, method = self._mcmc(footpoint, n, rng)
             self.last_info = SamplerInfo(
                 method, False, diag.acceptance_rate, diag,

@@ -1,0 +1,85 @@
+"""The sampler a release uses (exact, or Metropolis-Hastings chains) is chosen from public
+parameters before the data are read: the published ``exact`` flag and a refusal carry no
+information about the data (issue 31's adversarial review).
+
+The worst pair for the flag: two footpoints Delta apart near the edge of the restriction ball,
+where the exact sampler's acceptance falls fastest, and ``min_acceptance`` set between their
+acceptances. Had the pilot run at the footpoint decided (the planted bug below, the rule before
+the fix), the flag would say on which side of the threshold the data's mean lies.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from geodp.audit import audit_mechanism
+from geodp.manifolds import Euclidean
+from geodp.mechanisms import ApproximateSamplerRefused, RiemannianLaplace
+from geodp.mechanisms.spd_laplace import LowAcceptanceError
+from geodp.manifolds.base import as_generator
+
+EPSILON, DELTA_MEAN = 1.0, 0.05
+SCALE = 2 * DELTA_MEAN / EPSILON          # Theorem 3: the restricted law needs 2 Delta / epsilon
+SPACE, CENTER, RADIUS = Euclidean(8), np.zeros(8), 1.0
+#: the unrestricted law's share landing in the ball is 0.35 at footpoint 0.8 e_1 and 0.30 at
+#: 0.85 e_1 (0.78 at the center): a threshold between them makes a footpoint pilot flip
+FOOTPOINTS = (np.r_[0.80, np.zeros(7)], np.r_[0.85, np.zeros(7)])
+THRESHOLD = 0.325
+
+
+class PlannedAtFootpoint(RiemannianLaplace):
+    """The planted bug: the sampler chosen by a pilot run at the data's footpoint."""
+
+    def sample(self, footpoint, size=None, rng=None):
+        rng = as_generator(rng)
+        try:
+            self._restricted_choice(footpoint, rng)
+            self._exact_plan = True
+        except LowAcceptanceError as exc:
+            self._exact_plan, self._plan_reason = False, str(exc)
+        return super().sample(footpoint, size, rng)
+
+
+def _flag_sampler(law: type[RiemannianLaplace], footpoint: np.ndarray):
+    """n releases at ``footpoint``, each by a fresh mechanism (its own plan), as 0/1 flags."""
+    def sample(n: int, rng: np.random.Generator) -> np.ndarray:
+        flags = np.empty(n)
+        for i in range(n):
+            mech = law(SPACE, SCALE, restrict_to=(CENTER, RADIUS), min_acceptance=THRESHOLD,
+                       mcmc_burn_in=20, allow_approximate=True)
+            mech.sample(footpoint, rng=rng)
+            flags[i] = mech.last_info.exact
+        return flags
+    return sample
+
+
+@pytest.mark.filterwarnings("ignore::geodp.mechanisms.ApproximateSamplerWarning")
+def test_published_exact_flag_does_not_depend_on_the_data():
+    """The flag's privacy loss on the worst pair: at most epsilon (0 here: the flag is constant);
+    the planted bug (a footpoint pilot) is caught by the same test."""
+    audits = {law: audit_mechanism(*(_flag_sampler(law, f) for f in FOOTPOINTS), lambda y: y, 300,
+                                   rng=3)
+              for law in (RiemannianLaplace, PlannedAtFootpoint)}
+    assert audits[RiemannianLaplace].epsilon_lower <= EPSILON
+    assert audits[PlannedAtFootpoint].epsilon_lower > EPSILON
+
+
+def test_exact_once_planned_however_few_proposals_the_footpoint_accepts():
+    """Without allow_approximate, a plan that passes at the center draws exactly at a footpoint
+    whose pilot falls below min_acceptance, where it used to refuse after reading the data."""
+    mech = RiemannianLaplace(SPACE, SCALE, restrict_to=(CENTER, RADIUS), min_acceptance=0.5)
+    mech.check_exact(0)
+    draws = mech.sample(np.r_[RADIUS, np.zeros(7)], size=200, rng=1)
+    assert mech.last_info.exact and np.all(np.linalg.norm(draws, axis=1) <= RADIUS)
+
+
+def test_refusal_is_decided_at_the_center_before_the_data():
+    """A plan that fails refuses in check_exact, with no data, and sample refuses the same way
+    at every footpoint."""
+    mech = RiemannianLaplace(SPACE, SCALE, restrict_to=(CENTER, RADIUS), min_acceptance=0.9)
+    with pytest.raises(ApproximateSamplerRefused, match="decided before the data are read"):
+        mech.check_exact(0)
+    for footpoint in (CENTER, FOOTPOINTS[0]):
+        with pytest.raises(ApproximateSamplerRefused, match="at the ball's center"):
+            mech.sample(footpoint, rng=0)

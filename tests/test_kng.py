@@ -560,3 +560,14 @@ def test_regression_with_approximation_allowed_never_publishes_exactness():
     default = geodp.private_geodesic_regression(m, x, y, 1.0, **run)
     assert allowed.diagnostics["sampler"]["exact"] and not allowed.exact_sampler
     assert default.exact_sampler
+
+
+def test_regression_refuses_a_center_without_radius_on_a_compact_space():
+    """On a compact space without a radius the footpoint ranges over the whole space: a center
+    given alone would have no effect, so it is refused by name."""
+    m = Sphere(2)
+    x = np.random.default_rng(0).uniform(0, 1, 20)
+    y = m.exp(np.array([0., 0, 1]), x[:, None] * np.array([0.5, 0, 0]))
+    with pytest.raises(ValueError, match="center.*without.*radius"):
+        geodp.private_geodesic_regression(m, x, y, 1.0, tau=0.5, x_range=(0, 1), v_max=1.0,
+                                          center=np.array([0., 0, 1]), rng=0)

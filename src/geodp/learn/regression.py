@@ -67,10 +67,13 @@ def _domain_ball(manifold: Manifold, center, radius) -> tuple[Array, float | Non
         if not is_compact(manifold):
             raise ValueError(f"{manifold!r} is not compact: give center and radius of the public "
                              f"footpoint ball (the K-norm gradient density needs a compact domain)")
-        if center is None:  # any fixed point: uniform proposals cover the whole space from it
-            shape = manifold.point_shape
-            center = manifold.project(np.cos(np.arange(np.prod(shape))).reshape(shape))
-        return manifold.check_point(center), None
+        if center is not None:
+            raise ParameterError("{center} was given without {radius}: without a radius the "
+                                 "footpoint ranges over the whole compact space, where a center "
+                                 "has no effect; give both for a footpoint ball", "center",
+                                 "radius")
+        shape = manifold.point_shape  # any fixed point: uniform proposals cover the space from it
+        return manifold.project(np.cos(np.arange(np.prod(shape))).reshape(shape)), None
     if center is None:
         raise ParameterError("{radius} was given without {center}: the footpoint ball needs both",
                              "radius", "center")

@@ -335,3 +335,16 @@ def test_any_per_record_failure_during_the_run_contributes_zero(tmp_path):
     assert ledger.history()[0]["status"] == "done" and rel.diagnostics["clipped_gradients"] >= 2
     with pytest.raises(TypeError, match="per_sample_grad must return shape"):
         dp_rsgd(Sphere(2), lambda w, b: b[:1], data, 1.0, 1e-3, 2, init=pole, clip=1.0, rng=0)
+
+
+def test_random_output_of_one_step_is_refused():
+    """output='random' draws from w_0 .. w_{T-1}: with one step that is the public start, which
+    no record moved, so the call is refused by name instead of releasing it."""
+    m = Sphere(2)
+    z = np.tile(np.eye(3)[2], (10, 1))
+
+    def grad(w, x):
+        return m.to_tangent(w, x)
+
+    with pytest.raises(ValueError, match="output.*random.*steps.*=1"):
+        dp_rsgd(m, grad, z, 1.0, 1e-5, steps=1, init=np.eye(3)[0], clip=1.0, output="random", rng=0)

@@ -298,6 +298,10 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
     'replace-one'
     """
     w, data, domain = _check_inputs(manifold, data, init, domain, output, sampling)
+    if output == "random" and steps == 1:
+        raise ParameterError("{output}='random' with {steps}=1 releases w_0, the public start, "
+                             "which no data have moved: take output='last' or more steps",
+                             "output", "steps")
     plan = _calibrate(data, epsilon, delta, steps, (batch_size, sample_rate), sampling, clip,
                       lipschitz, replace_sensitivity, manifold if secure else None)
     schedule = lr if callable(lr) else (lambda t, lr=check_positive("lr", lr): lr)

@@ -336,3 +336,16 @@ def test_audit_catches_the_halved_noise_twin(monkeypatch):
 
     monkeypatch.setattr(classes_module, "private_frechet_mean", functools.partial(halved))
     assert _audit_lower_bound(8000) > AUDIT_EPS
+
+
+def test_mdm_refuses_a_mechanism_its_tangent_means_ignore():
+    """With ball='private' the default tangent class means have their own mechanism: a
+    mechanism= given there would have no effect, so it is refused by name; means='frechet'
+    takes it."""
+    m, center, x, y = _two_classes()
+    est = PrivateMDM(m, epsilon=50.0, center=center, radius=0.5, classes=[0, 1], random_state=0,
+                     mechanism="laplace")
+    with pytest.raises(ValueError, match="mechanism.*no effect.*means='tangent'"):
+        est.fit(x, y)
+    est.set_params(means="frechet").fit(x, y)
+    assert est.means_.shape == (2, 3)

@@ -486,6 +486,11 @@ class PrivateMDM(ClassifierMixin, TransformerMixin, BaseEstimator):
             if self.class_sizes != "private":
                 raise ValueError("ball='private' releases the class sizes privately; "
                                  "class_sizes='public' applies to ball='public' only")
+            if self.means == "tangent" and self.mechanism is not None:
+                raise ParameterError("{mechanism} has no effect with means='tangent' (the "
+                                     "default with ball='private'): the tangent class means have "
+                                     "their own mechanism; take means='frechet' to choose one",
+                                     "mechanism")
             self.release_ = private_ball_class_means(
                 self.manifold_, X, y, self.classes_, self.epsilon, center, radius,
                 ball_budget=self.ball_budget, quantile=self.quantile, ball_shares=self.ball_shares,

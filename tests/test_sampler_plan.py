@@ -83,3 +83,35 @@ def test_refusal_is_decided_at_the_center_before_the_data():
     for footpoint in (CENTER, FOOTPOINTS[0]):
         with pytest.raises(ApproximateSamplerRefused, match="at the ball's center"):
             mech.sample(footpoint, rng=0)
+
+
+def test_cli_publishes_only_warnings_marked_public(tmp_path, capsys):
+    """A warning whose raising reads the records (here the hyperboloid's precision warning on
+    one record beyond distance 9.9, against its neighbour at 9) is a diagnostic: absent from the
+    default output for both data sets, present with --diagnostics."""
+    import json
+
+    from geodp.cli import main
+    from geodp.manifolds import Hyperbolic
+
+    m = Hyperbolic(2)
+    o = m.origin()
+    rng = np.random.default_rng(0)
+
+    def at(t, angle):
+        return m.exp(o, m.from_coords(o, t * np.array([np.cos(angle), np.sin(angle)])))
+
+    base = np.stack([at(t, a) for t, a in zip(rng.uniform(0, 9.5, 100), rng.uniform(0, 6.28, 100))])
+    outputs = []
+    for far, flags in ((10.2, []), (9.0, []), (10.2, ["--diagnostics"])):
+        data = base.copy()
+        data[0] = at(far, 0.3)
+        np.save(tmp_path / "x.npy", data)
+        assert main(["release", "mean", str(tmp_path / "x.npy"), "--manifold", "hyperbolic:2",
+                     "--epsilon", "1", "--center", "1,0,0", "--radius", "10.5", "--restrict",
+                     "--seed", "0", "--quiet", *flags]) == 0
+        captured = capsys.readouterr()
+        outputs.append((json.loads(captured.out), captured.err))
+    (first, err_first), (second, err_second), (diag, _) = outputs
+    assert first["warnings"] == second["warnings"] == [] and err_first == err_second == ""
+    assert any("beyond distance" in w for w in diag["diagnostics_not_private"]["warnings"])

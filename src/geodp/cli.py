@@ -454,8 +454,10 @@ def flag_spelling() -> Iterator[None]:
 
 
 class Caught(list):
-    """The warnings of a release as text: the public ones (raised from public parameters), and
-    in ``diagnostic`` those whose raising depends on the data without noise."""
+    """The warnings of a release as text: the public ones (classes marked ``public``: raised from
+    public parameters or released values), and in ``diagnostic`` all others, whose raising or
+    text may depend on the data without noise (geodp's diagnostics, NumPy's floating-point
+    warnings, a manifold's precision warning on the records)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -465,8 +467,8 @@ class Caught(list):
 @contextmanager
 def spelled_warnings(show_diagnostics: bool = False) -> Iterator[Caught]:
     """Warnings raised in the block, collected as text (options as flags) and printed on stderr
-    as ``warning: ...``; a warning marked ``diagnostic`` (it depends on the data without noise)
-    is printed and published only with ``show_diagnostics`` (--diagnostics)."""
+    as ``warning: ...``; a warning not marked ``public`` (it may depend on the data without
+    noise) is printed and published only with ``show_diagnostics`` (--diagnostics)."""
     from .parameters import Spelled
 
     caught = Caught()
@@ -475,7 +477,7 @@ def spelled_warnings(show_diagnostics: bool = False) -> Iterator[Caught]:
         yield caught
     for w in records:
         message = w.message.spelled(flag) if isinstance(w.message, Spelled) else w.message
-        if getattr(w.message, "diagnostic", False):
+        if not getattr(w.message, "public", False):
             caught.diagnostic.append(str(message))
             if not show_diagnostics:
                 continue

@@ -81,7 +81,10 @@ per process; ``SHARED_ACCOUNTANT.spent()`` and ``.history()`` show what its fits
 
 
 class DataDependentClassesWarning(UserWarning):
-    """The set of class labels was read from the data; it must be public (pass ``classes=``)."""
+    """The set of class labels was read from the data; it must be public (pass ``classes=``).
+    Raised when ``classes`` is not given, whatever the data: ``public``."""
+
+    public = True
 
 
 def as_generator(random_state) -> np.random.Generator:

@@ -73,7 +73,9 @@ THEOREM_PUBLIC = (
 
 class SmallClassWarning(UserWarning):
     """A class too small (by its released or declared size) to estimate: its mean is the public
-    center."""
+    center. Raised from released or public values only: ``public``."""
+
+    public = True
 
 
 def class_guarantee(epsilon: float, delta: float | None, class_sizes: str,

@@ -20,9 +20,7 @@ class ClippingWarning(UserWarning):
     """Clipping moved a large share of the records onto the public ball's boundary.
 
     A diagnostic: whether it is raised depends on the data without noise, so the command line
-    publishes it only with ``--diagnostics``."""
-
-    diagnostic = True
+    publishes it only with ``--diagnostics`` (as every warning not marked ``public``)."""
 
 
 def python_keyword(option: str) -> str:

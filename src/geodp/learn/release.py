@@ -19,12 +19,17 @@ DIAGNOSTICS_NOTE = ("NOT PRIVATE: computed from the data without noise (records 
 class LargeDeltaWarning(Spelled, UserWarning):
     """An (epsilon, delta)-DP target whose delta is at least 1/n: such a guarantee allows a
     mechanism that publishes a random record in the clear (the usual sanity bound is delta < 1/n,
-    and far smaller in practice)."""
+    and far smaller in practice). Raised from public parameters: ``public``."""
+
+    public = True
 
 
 class NoiseDominatesWarning(Spelled, UserWarning):
     """The noise scale exceeds the diameter of the public ball (or of the space): every
-    possible data set gives nearly the same law, so the release carries almost no information."""
+    possible data set gives nearly the same law, so the release carries almost no information.
+    Raised from public parameters: ``public``."""
+
+    public = True
 
 
 def delta_caveat(delta: float | None, n: int) -> LargeDeltaWarning | None:

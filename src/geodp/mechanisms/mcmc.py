@@ -41,9 +41,8 @@ class ApproximateSamplerWarning(UserWarning):
     """Draws of an approximate (MCMC) sampler whose diagnostics fail their thresholds.
 
     A diagnostic: whether it is raised, and its numbers, depend on the data without noise, so
-    the command line publishes it only with ``--diagnostics``."""
-
-    diagnostic = True
+    the command line publishes it only with ``--diagnostics`` (as every warning not marked
+    ``public``)."""
 
 
 class ApproximateSamplerRefused(ValueError):

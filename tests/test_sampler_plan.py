@@ -115,3 +115,66 @@ def test_cli_publishes_only_warnings_marked_public(tmp_path, capsys):
     (first, err_first), (second, err_second), (diag, _) = outputs
     assert first["warnings"] == second["warnings"] == [] and err_first == err_second == ""
     assert any("beyond distance" in w for w in diag["diagnostics_not_private"]["warnings"])
+
+
+class AnyProposal(RiemannianLaplace):
+    """Planted bug (the rule before the fix): below min_acceptance at the footpoint, proposal A
+    whenever the unrestricted law exists, even where its own exact sampler fails its pilot."""
+
+    def _restricted_choice(self, footpoint, rng, refuse=True):
+        which, rate = super()._restricted_choice(footpoint, rng, refuse)
+        return ("A" if rate < self.min_acceptance else which), rate
+
+
+class WholeBatchRaises(RiemannianLaplace):
+    """Planted bug: one unrepresentable SPD proposal makes the whole batch raise."""
+
+    def _exact_unrestricted(self, footpoint, n, rng, drop_unrepresentable=False):
+        return super()._exact_unrestricted(footpoint, n, rng)
+
+
+def _outcomes(law, manifold, footpoint, ball, scale, draws, **options):
+    """How often a fresh mechanism releases (and exactly) at ``footpoint``, over ``draws``."""
+    rng = np.random.default_rng(5)
+    exact = 0
+    for _ in range(draws):
+        mech = law(manifold, scale, restrict_to=ball, allow_approximate=True, mcmc_burn_in=20,
+                   **options)
+        try:
+            mech.sample(footpoint, rng=rng)
+        except ValueError:
+            continue
+        exact += mech.last_info.exact
+    return exact
+
+
+@pytest.mark.filterwarnings("ignore::geodp.mechanisms.ApproximateSamplerWarning")
+def test_unusable_proposal_never_decides_at_the_edge():
+    """SO(4), ball of radius 1.2, scale 1.5: tangent rejection (proposal A) fails its own pilot,
+    so the plan rests on uniform proposals (B). At the ball's edge B's pilot falls below a
+    min_acceptance of 0.45: the draws stay exact there (A is never taken); the planted bug turns
+    to A and, A failing, to chains."""
+    from geodp.manifolds import SpecialOrthogonal
+
+    m = SpecialOrthogonal(4)
+    o = m.origin()
+    edge = m.exp(o, m.from_coords(o, 1.2 * np.eye(m.dim)[0]))
+    runs = {law: _outcomes(law, m, edge, (o, 1.2), 1.5, 8, min_acceptance=0.45)
+            for law in (RiemannianLaplace, AnyProposal)}
+    assert runs[RiemannianLaplace] == 8 and runs[AnyProposal] == 0
+
+
+def test_unrepresentable_proposals_are_rejected_not_raised():
+    """SPD(2), public ball of radius 22 around I (it holds matrices of condition e^31), scale
+    0.45, footpoint on the ball's edge: proposals of the unrestricted law that double precision
+    cannot hold are rejected like draws outside the ball (the law is restricted to the public set
+    of representable points), so every release goes through; the planted bug raised on 85% of
+    releases there and on none at the center, a refusal that told where the data's mean lies."""
+    from geodp.manifolds import SPD
+
+    m = SPD(2)
+    q = np.array([[1.0, 1.0], [-1.0, 1.0]]) / np.sqrt(2)
+    edge = q @ np.diag(np.exp([22 / np.sqrt(2), -22 / np.sqrt(2)])) @ q.T
+    runs = {law: _outcomes(law, m, edge, (np.eye(2), 22.0), 0.4536, 30)
+            for law in (RiemannianLaplace, WholeBatchRaises)}
+    assert runs[RiemannianLaplace] == 30 and runs[WholeBatchRaises] < 15

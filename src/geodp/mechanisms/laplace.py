@@ -123,6 +123,7 @@ class RiemannianLaplace:
         require(manifold, ("dist",), by="the Riemannian Laplace mechanism")
         self._law, self._no_exact_law, self._ball_rate = None, None, None
         self._exact_plan: bool | None = None
+        self._usable: tuple[str, ...] | None = None
         self._plan_reason = ""
         try:
             self._law = self._unrestricted_law()
@@ -155,8 +156,10 @@ class RiemannianLaplace:
         return out
 
     # ---------------------------------------------------------------- samplers
-    def _exact_unrestricted(self, footpoint: Array, n: int, rng) -> tuple[Array, float, str]:
-        """n draws around one footpoint, or one draw around each of n stacked footpoints."""
+    def _exact_unrestricted(self, footpoint: Array, n: int, rng,
+                            drop_unrepresentable: bool = False) -> tuple[Array, float, str]:
+        """n draws around one footpoint, or one draw around each of n stacked footpoints
+        (``drop_unrepresentable``: fewer, without the SPD draws double precision cannot hold)."""
         m = self.manifold
         if self._law is None:
             raise LowAcceptanceError(self._no_exact_law or "the law is not normalisable")
@@ -166,7 +169,8 @@ class RiemannianLaplace:
             u = haar_orthogonal(m.eigen_laplace_size, n, rng)
             l, _ = mx.cholesky(footpoint)
             lu = mx.matmul(l, u)
-            return spd_from_polar(lu, r, self.scale), acc, f"exact SPD polar decomposition ({method})"
+            return (spd_from_polar(lu, r, self.scale, drop_unrepresentable), acc,
+                    f"exact SPD polar decomposition ({method})")
         if isinstance(self._law, TangentRejectionLaw):
             x, acc = self._law.sample(footpoint, n, rng)
             return x, acc, "exact rejection in the tangent space (volume density, cut locus)"
@@ -176,11 +180,14 @@ class RiemannianLaplace:
         return m.exp(footpoint, radius * direction), acc, "exact geodesic polar coordinates"
 
     def _restricted_proposals(self, footpoint: Array, n: int, rng, which: str):
-        """Accepted draws from proposal A (unrestricted law) or B (uniform on the ball)."""
+        """Accepted draws from proposal A (unrestricted law) or B (uniform on the ball). The law
+        is restricted to the ball's points that double precision holds, a public set (Theorem 3
+        holds for any public set): A leaves out the SPD draws it cannot represent, which would
+        otherwise make the whole batch raise at a rate that depends on the footpoint."""
         m = self.manifold
         center, radius = self.restrict_to
         if which == "A":
-            x, _, _ = self._exact_unrestricted(footpoint, n, rng)
+            x, _, _ = self._exact_unrestricted(footpoint, n, rng, drop_unrepresentable=True)
             return x[m.dist(center, x) <= radius]
         x = m.random_ball(center, radius, n, rng)
         rho_min = max(0.0, float(m.dist(footpoint, center)) - radius)
@@ -190,12 +197,12 @@ class RiemannianLaplace:
     def _restricted_choice(self, footpoint: Array, rng, refuse: bool = True) -> tuple[str, float]:
         """The better proposal for the restricted law at ``footpoint`` by a pilot run ("A" the
         unrestricted law, "B" the uniform law on the ball) and its acceptance. Below
-        ``min_acceptance``: LowAcceptanceError when ``refuse``; otherwise the proposal that can
-        draw (A where the unrestricted law exists), its rate counted as at least one acceptance
-        in the pilot, for the caller to draw from all the same (``_exact_restricted``)."""
+        ``min_acceptance``: LowAcceptanceError when ``refuse``; otherwise the better of the
+        usable proposals (``_usable_proposals``), its rate counted as at least one acceptance in
+        the pilot, for the caller to draw from all the same (``_exact_restricted``)."""
         pilot = 2000
         rates = {}
-        for which in ("A", "B") if self._law is not None else ("B",):
+        for which in self._usable_proposals(rng):
             if which == "B" and rates.get("A", 0.0) >= 0.5:
                 # A keeps half its proposals: B, whose every proposal is itself an accepted
                 # uniform draw from the ball (``random_ball`` rejects on the volume density, at
@@ -203,19 +210,38 @@ class RiemannianLaplace:
                 # pilot can cost 10^6 volume densities (SPD, wide balls). Either proposal gives
                 # exact draws of the same law, and A's rate is above any min_acceptance
                 break
-            if which == "B" and self._uniform_ball_rate() < BALL_MIN_RATE:
-                rates[which] = 0.0  # random_ball would give up, after 10^6 proposals
-                continue
             try:
                 rates[which] = len(self._restricted_proposals(footpoint, pilot, rng, which)) / pilot
             except (LowAcceptanceError, RuntimeError):
                 rates[which] = 0.0
+        if not rates:
+            raise LowAcceptanceError("neither the unrestricted law nor the uniform law on the ball "
+                                     "can be drawn exactly")
         which = max(rates, key=rates.get)
         if rates[which] >= self.min_acceptance:
             return which, rates[which]
         if refuse:
             raise LowAcceptanceError(f"restricted proposals accept {rates[which]:.2e}")
-        return ("A" if self._law is not None else "B"), max(rates[which], 1.0 / pilot)
+        return which, max(rates[which], 1.0 / pilot)
+
+    def _usable_proposals(self, rng) -> tuple[str, ...]:
+        """The proposals of the restricted law that can draw at all, decided once from public
+        parameters: "A" where the unrestricted law exists and its own exact sampler passes its
+        pilot (at the public origin), "B" where ``random_ball`` keeps enough of its proposals
+        on the ball (``_uniform_ball_rate``)."""
+        if self._usable is None:
+            usable = []
+            if self._law is not None:
+                try:
+                    if isinstance(self._law, (SPDEigenLaw, TangentRejectionLaw)):
+                        self._law.choose(rng)
+                    usable.append("A")
+                except LowAcceptanceError:
+                    pass
+            if self._uniform_ball_rate() >= BALL_MIN_RATE:
+                usable.append("B")
+            self._usable = tuple(usable)
+        return self._usable
 
     def _uniform_ball_rate(self) -> float:
         """The share of its proposals that ``random_ball`` keeps on the restriction ball (its own

@@ -117,7 +117,8 @@ def haar_orthogonal(n: int, size: int, rng: np.random.Generator) -> np.ndarray:
     return q * d[:, None, :]
 
 
-def spd_from_polar(lu: np.ndarray, r: np.ndarray, scale: float) -> np.ndarray:
+def spd_from_polar(lu: np.ndarray, r: np.ndarray, scale: float,
+                   drop_unrepresentable: bool = False) -> np.ndarray:
     """The draws Y = (L U) diag(e^r) (L U)^T, formed as B B^T with B = L U diag(e^(r/2)).
 
     B B^T keeps Y symmetric and positive semi-definite up to the rounding of its entries, and
@@ -125,9 +126,13 @@ def spd_from_polar(lu: np.ndarray, r: np.ndarray, scale: float) -> np.ndarray:
     (its eigenvalues span beyond double precision) is never returned nor redrawn, which would
     change the law: the whole call raises ``UnrepresentableScaleError``; on SPD(2) the refused
     scales keep this below ``MAX_UNREPRESENTABLE`` per draw around a well-conditioned footpoint.
+    With ``drop_unrepresentable`` such draws are left out instead (for proposals of a law
+    restricted to a public set of representable matrices, which rejects them anyway).
     """
     b = lu * np.exp(0.5 * r)[..., None, :]
     y = b @ np.swapaxes(b, -1, -2)
+    if drop_unrepresentable:
+        return y[representable(y)]
     try:
         if not np.all(np.isfinite(y)):
             raise np.linalg.LinAlgError("overflow")
@@ -140,6 +145,19 @@ def spd_from_polar(lu: np.ndarray, r: np.ndarray, scale: float) -> np.ndarray:
             f"ill-conditioned); nothing is released. Use a smaller scale (a larger epsilon or more "
             f"records)") from None
     return y
+
+
+def representable(y: np.ndarray) -> np.ndarray:
+    """Mask (batch,) of the matrices y (batch, n, n) that are finite and positive definite in
+    double precision: a batched Cholesky factor exists, or, when some matrix has none, each
+    one's smallest computed eigenvalue is positive."""
+    ok = np.all(np.isfinite(y), axis=(-2, -1))
+    try:
+        np.linalg.cholesky(y[ok])
+        return ok
+    except np.linalg.LinAlgError:
+        ok[ok] = np.linalg.eigvalsh(y[ok])[:, 0] > 0
+        return ok
 
 
 def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -281,14 +281,15 @@ def _dp_rgd_mean(req: _Request, opts: _Options) -> Release:
 
 def kng_mean_draws(manifold: Manifold, points: Array | ChunkedSample, minimiser: Array,
                    center: Array, radius: float, scale: float, rng: np.random.Generator,
-                   size: int | None = None, *,
-                   allow_approximate: bool = False) -> tuple[Array, SamplerInfo, float]:
+                   size: int | None = None, *, allow_approximate: bool = False,
+                   proposal: RiemannianLaplace | None = None) -> tuple[Array, SamplerInfo, float]:
     """Exact draws of the K-norm gradient Fréchet mean of ``points`` at ``scale`` on the data
     ball: density proportional to exp(-|grad F(m)| / scale), F(m) = (1/2n) sum_i rho(m, x_i)^2,
     through the strong convexity h(radius, k) of F (``sample_convex``; ``minimiser`` is the
     computed Fréchet mean). On a chunked sample each batch of proposals costs one distributed
     pass. ``allow_approximate`` lets the proposals come from MCMC where no exact sampler can draw
-    them. Returns the draws, the sampler's report and the strong convexity."""
+    them (``proposal``: the checked ``convex_proposal``, whose plan then decides). Returns the
+    draws, the sampler's report and the strong convexity."""
     data = as_sample(manifold, points)
     lam = curvature_factor(radius, manifold.curvature_bounds[1])
 
@@ -296,7 +297,7 @@ def kng_mean_draws(manifold: Manifold, points: Array | ChunkedSample, minimiser:
         return manifold.norm(m, data.total(lambda xs, ws: manifold.mean_log_and_value(m, xs, ws)[0]))
 
     draws, info = sample_convex(manifold, grad_norm, minimiser, lam, center, radius, scale, rng, size,
-                                allow_approximate=allow_approximate)
+                                allow_approximate=allow_approximate, proposal=proposal)
     return draws, info, lam
 
 
@@ -308,12 +309,13 @@ def _kng_mean(req: _Request, opts: _Options) -> Release:
     lam = curvature_factor(radius, manifold.curvature_bounds[1])
     alternatives = ("the Riemannian Laplace mechanism ('laplace') instead of K-norm gradient",
                     "a larger epsilon")
+    proposal = convex_proposal(manifold, lam, center, radius, mech.scale, req.allow_approximate)
     with exact_alternatives(*alternatives):
-        convex_proposal(manifold, lam, center, radius, mech.scale,
-                        req.allow_approximate).check_exact(req.rng)
+        proposal.check_exact(req.rng)
     with reserved(req.ledger, req.target, req.label()), exact_alternatives(*alternatives):
         value, info, lam = kng_mean_draws(manifold, req.x, fit.mean, center, radius, mech.scale,
-                                          req.rng, allow_approximate=req.allow_approximate)
+                                          req.rng, allow_approximate=req.allow_approximate,
+                                          proposal=proposal)
     return Release(value=value, guarantee=req.target, sensitivity=mech.sensitivity,
                    scale=mech.scale, mechanism=req.spec.title, exact_sampler=info.exact,
                    parameters={"n": req.n, "radius": radius, "strong_convexity": lam},
@@ -450,10 +452,10 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
         and ESS in ``diagnostics``, an ``ApproximateSamplerWarning`` when they fail their
         thresholds) instead of refusing; restricted laws on affine-invariant SPD (and the K-norm
         gradient's proposals there) run polar chains that stop on rank-normalised R-hat < 1.01
-        and bulk ESS >= 400 (``mechanisms.spd_chains``). The refusal is decided before the ledger reserves
-        anything, from the public parameters (a restricted law's pilot at the ball's center);
-        only a restricted law whose exact samplers pass at the center but fail at the data's
-        mean refuses after the reservation, which the ledger then keeps.
+        and bulk ESS >= 400 (``mechanisms.spd_chains``). Exact or chains, and a refusal, are
+        decided before the ledger reserves anything, from the public parameters alone (a
+        restricted law's pilot at the ball's center: ``RiemannianLaplace.exact_planned``), so
+        neither ``exact_sampler`` nor a refusal depends on the data.
     sensitivity_size : int, optional
         Calibrate on Delta(sensitivity_size) (Theorem 2; ``kng_mean_sensitivity`` for ``"kng"``)
         instead of Delta(len(points)), for callers whose record count is itself private and who

@@ -115,7 +115,8 @@ def convex_proposal(manifold: Manifold, strong_convexity: float, center: Array, 
 def sample_convex(manifold: Manifold, grad_norm: Callable[[Array], Array], minimiser: Array,
                   strong_convexity: float, center: Array, radius: float, scale: float,
                   rng: np.random.Generator, size: int | None = None, *,
-                  allow_approximate: bool = False) -> tuple[Array, SamplerInfo]:
+                  allow_approximate: bool = False,
+                  proposal: RiemannianLaplace | None = None) -> tuple[Array, SamplerInfo]:
     """Exact KNG draws on the convex ball B_radius(center) for a lambda-strongly convex risk: one
     point, or ``size`` independent draws stacked first.
 
@@ -129,10 +130,12 @@ def sample_convex(manifold: Manifold, grad_norm: Callable[[Array], Array], minim
     ``ApproximateSamplerRefused``, unless ``allow_approximate``: the proposals then come from its
     Metropolis-Hastings chains, one per chain (its final state), at least ``CHAIN_BATCH`` at a
     time, and the report carries the diagnostics of the batch whose chains mixed worst (largest
-    R-hat).
+    R-hat). ``proposal``: that Laplace (``convex_proposal``) when the caller has already checked
+    it, so that one plan decides both.
     """
     lam = check_positive("strong convexity", strong_convexity)
-    proposal = convex_proposal(manifold, lam, center, radius, scale, allow_approximate)
+    if proposal is None:
+        proposal = convex_proposal(manifold, lam, center, radius, scale, allow_approximate)
     wanted = 1 if size is None else size
     most = 100_000 if proposal.exact_planned(rng) else max(CHAIN_BATCH, 2 * wanted)
     slack = float(grad_norm(minimiser[None])[0])

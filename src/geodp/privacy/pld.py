@@ -151,16 +151,14 @@ def _power_error(size: int, count: int, spectrum: np.ndarray, powered: np.ndarra
 
     Each computed coefficient has |dX_k| <= g = 5 eps log2(N) sum|x| <= g (componentwise bound of
     the radix-2 FFT, Higham 2002, Section 24.1); raising to the power T multiplies it by at most
-    T |X_k|^(T-1) (|X_k| <= 1), and the power itself errs by at most 5 eps (T |Y_k| + 1).
+    T |X_k|^(T-1) (|X_k| <= 1), read off as |Y_k| / |X_k|, and the power itself errs by at most
+    5 eps (T |Y_k| + 1).
     Summing over the full spectrum, ||dY||_2 bounds ||dy||_1 <= sqrt(N) ||dy||_2 through
     Parseval, plus the inverse transform's own g sqrt(N) ||y||_2.
     """
     g = 5.0 * _EPS * max(math.log2(size), 1.0)
-    per = np.minimum(spectrum, 1.0, out=spectrum)
-    with np.errstate(divide="ignore"):
-        np.log(per, out=per)
-    per *= count - 1
-    np.exp(per, out=per)  # |X_k|^(T-1)
+    # |X_k|^(T-1) = |Y_k| / |X_k| (0 where X_k = 0), a division instead of a log and an exp
+    per = np.divide(powered, spectrum, out=spectrum, where=spectrum > 0)
     per *= g * count
     per += 5.0 * _EPS * count * powered
     per += 5.0 * _EPS
@@ -264,26 +262,31 @@ class PrivacyLossDistribution:
     def _chernoff_window(self, count: int, tail_mass: float) -> tuple[int, int]:
         """Smallest [lo, hi] (bin indices) with both tails of the composed PLD below tail_mass.
 
-        M(t) is bounded over blocks of bins, each block's mass put at its upper end for the upper
-        tail and at its lower end for the lower tail: a larger M(t), so the bounds stay valid.
+        M(t) is bounded on a coarser grid (nodes ``block`` bins apart, at most 2049 of them):
+        each bin's mass is split between the two nodes around it keeping its mean, as connect
+        the dots does. The split law is larger in the convex order, so its M(t) is larger for
+        every t of either sign (e^(tl) is convex) and the bounds stay valid, while the mean, and
+        with it the window's centre, stays where it is.
         """
         block = max(1, len(self.pmf) // 2048)
         pad = -len(self.pmf) % block
-        mass = np.concatenate([self.pmf, np.zeros(pad)]).reshape(-1, block).sum(axis=1)
-        keep = mass > 0
+        bins = np.concatenate([self.pmf, np.zeros(pad)]).reshape(-1, block)
+        up = bins @ (np.arange(block) / block)  # the share of each block for its upper node
+        nodes = np.zeros(len(bins) + 1)
+        nodes[:-1] += np.maximum(bins.sum(axis=1) - up, 0.0)
+        nodes[1:] += up
+        keep = nodes > 0
         with np.errstate(divide="ignore"):
-            log_p = np.log(mass[keep])
-        first = self.offset + block * np.flatnonzero(keep).astype(float)
+            log_p = np.log(nodes[keep])
+        at = self.offset + block * np.flatnonzero(keep).astype(float)
         log_beta = math.log(tail_mass)
         # start from the t minimising the bound for a Gaussian of the same variance (in bins)
-        weights = mass[keep] / np.sum(mass[keep])
-        centre = first + 0.5 * (block - 1)
-        var = float(np.dot(weights, (centre - np.dot(weights, centre)) ** 2))
+        weights = nodes[keep] / np.sum(nodes[keep])
+        var = float(np.dot(weights, (at - np.dot(weights, at)) ** 2))
         start = (int(np.searchsorted(_CHERNOFF_TS, math.sqrt(-2.0 * log_beta / (count * var))))
                  if var > 0 else len(_CHERNOFF_TS) // 2)
         bounds = []
-        for sign, idx in ((1.0, first + block - 1), (-1.0, first)):
-            signed = sign * idx
+        for signed in (at, -at):
 
             def bound(i: int) -> float:
                 t = float(_CHERNOFF_TS[i])

@@ -163,20 +163,24 @@ class _Search:
         return self.scale(self.delta_at(math.exp(log_z), step, "remove"))
 
     def certify(self, root: float, slope: float) -> float | None:
-        """Newton steps on the accountant's grid (remove direction) from the predicted ``root``
-        (in u) with the coarse ``slope``, each aimed ``Z_TOL``/2 above the root predicted so
-        far; the first z whose delta meets the target with the root within 0.9 ``Z_TOL`` below
-        it (the slope's error moves that root by some 1e-2 of the distance) is returned once the add direction meets the target too (``add_delta``). Should the add
-        direction fail on the accountant's grid, the steps go on with the larger delta."""
-        directions = ("remove",)
-        for _ in range(8):
+        """Secant steps on the accountant's grid (remove direction) from the predicted ``root``
+        (in u), with the coarse ``slope`` until two evaluations give their own, each aimed
+        ``Z_TOL``/2 above the root predicted so far. The first z whose delta meets the target
+        with the root within 0.9 ``Z_TOL`` below it (the slope's error moves that root by some
+        1e-2 of the distance) is returned once the add direction meets the target too
+        (``add_delta``); should the add direction fail on the accountant's grid, the steps go on
+        with the larger delta."""
+        directions, prev = ("remove",), None
+        for _ in range(10):
             log_z = self.clt.log_z(root) + Z_TOL / 2
-            z = math.exp(log_z)
+            z, u = math.exp(log_z), self.clt.u(log_z)
             d = max(self.delta_at(z, DEFAULT_STEP, side) for side in directions)
             f = self.scale(d)
             if not math.isfinite(f):
                 return None
-            root = self.clt.u(log_z) - f / slope
+            if prev is not None and abs(u - prev[0]) > 1e-7 and (f - prev[1]) / (u - prev[0]) > 0:
+                slope = (f - prev[1]) / (u - prev[0])
+            prev, root = (u, f), u - f / slope
             if d <= self.delta and log_z - self.clt.log_z(root) <= 0.9 * Z_TOL:
                 if len(directions) == 2:
                     return z
@@ -186,8 +190,7 @@ class _Search:
                 f = self.scale(d_add)
                 if not math.isfinite(f):
                     return None
-                directions = ("remove", "add")
-                root = self.clt.u(log_z) - f / slope
+                directions, prev, root = ("remove", "add"), None, u - f / slope
         return None
 
     def add_delta(self, z: float) -> float:

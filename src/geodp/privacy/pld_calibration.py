@@ -2,20 +2,19 @@
 a noise multiplier z certified by the PLD accountant, at most ``Z_TOL`` (relative) above the
 smallest such z, for about one evaluation at the accountant's grid step.
 
-Every z returned has been certified by pessimistic PLDs (connect the dots, Doroshenko et al.
-2022): delta(epsilon) of the remove direction on the accountant's own grid (step 1e-4) and of
-the add direction on that grid or on a coarser one that contains it (the PLD discretised on a
-grid is a garbling of the one discretised on any refinement of it, so it dominates it: a coarser
-grid only overstates delta). Everything else (the CLT start, the coarse grids, the
-extrapolation in the grid step) only steers the search: an error there costs evaluations, never
-validity.
+Every z returned is certified: delta(epsilon) of a pessimistic PLD (connect the dots,
+Doroshenko et al. 2022, an upper bound at any grid step) meets the target in both directions:
+the remove direction's on the accountant's own grid (step 1e-4), exactly as the accountant
+computes it, and the add direction's there or on the grid of step 1e-3, whose points are among
+the accountant's. (The PLD discretised on a grid is a garbling of the one discretised on a
+refinement of it, so it dominates it: the accountant's reading is no larger.) Everything else,
+the CLT start, the coarse grids and the extrapolation in the grid step, only steers the search:
+an error there costs evaluations, never validity.
 """
 
 from __future__ import annotations
 
 import math
-
-import numpy as np
 
 from .conversions import log_gdp_delta
 from .pld import DEFAULT_STEP, DEFAULT_TAIL_MASS, subsampled_gaussian_pld
@@ -31,9 +30,9 @@ _COARSE_STOP = 1e-3
 
 
 def implied_log_mu(epsilon: float, delta: float, log_mu0: float) -> float:
-    """log mu of the mu-GDP whose delta at ``epsilon`` is ``delta`` (+-inf at delta 0 or >= 1/2,
-    NaN at NaN),
-    by Newton's method on log delta_mu(epsilon) in log mu from ``log_mu0``.
+    """log mu of the mu-GDP whose delta at ``epsilon`` is ``delta``, by Newton's method on
+    log delta_mu(epsilon) in log mu from ``log_mu0`` (-inf at delta 0, inf at delta >= 1/2, NaN
+    at NaN).
 
     The derivative is d log delta_mu / d log mu = mu phi(-eps/mu + mu/2) / delta_mu (the GDP
     profile's derivative in mu is the normal density there). Steering only: the search turns
@@ -51,7 +50,7 @@ def implied_log_mu(epsilon: float, delta: float, log_mu0: float) -> float:
         log_d = log_gdp_delta(mu, epsilon)
         a = -epsilon / mu + mu / 2.0
         log_slope = v - 0.5 * a * a - 0.5 * math.log(2.0 * math.pi) - log_d
-        step = float(np.clip((target - log_d) / math.exp(log_slope), -1.0, 1.0))
+        step = max(-1.0, min(1.0, (target - log_d) / math.exp(log_slope)))
         v += step
         if abs(step) < 1e-13:
             break
@@ -194,8 +193,9 @@ class _Search:
         return None
 
     def add_delta(self, z: float) -> float:
-        """The add direction's delta at z: on the coarse grid h1 (which contains the
+        """The add direction's delta at z: on the coarse grid h1 (whose points are among the
         accountant's) when it is below half the target, so that the accountant's own rounding
-        terms fit in the other half; else on the accountant's grid."""
+        terms, larger on its longer grid, fit in the other half; else on the accountant's
+        grid."""
         coarse = self.delta_at(z, STEERING_STEPS[0], "add")
         return coarse if coarse <= self.delta / 2 else self.delta_at(z, DEFAULT_STEP, "add")

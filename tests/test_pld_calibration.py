@@ -80,7 +80,7 @@ def test_the_calibrated_z_is_within_tolerance_of_the_smallest(cell):
 
 
 def test_the_issues_cell_takes_one_evaluation_on_the_accountants_grid(monkeypatch):
-    """noise_multiplier_for(1, 1e-5, 0.01, 1000): two coarse steps (1e-3), one at 3e-4, one on
+    """noise_multiplier_for(1, 1e-5, 0.01, 1000): two coarse steps (1e-3), one at 5e-4, one on
     the accountant's grid (remove), the add direction on the coarse grid; never the fallback
     (which calls ``composed_epsilon``)."""
     calls = []
@@ -90,7 +90,7 @@ def test_the_issues_cell_takes_one_evaluation_on_the_accountants_grid(monkeypatc
                         or original(self, z, step, side))
     monkeypatch.setattr(rdp_module, "composed_epsilon", lambda *a, **k: pytest.fail("fallback"))
     fresh(CELLS[0])
-    assert sorted(calls) == sorted([(1e-3, "remove")] * 2 + [(3e-4, "remove"),
+    assert sorted(calls) == sorted([(1e-3, "remove")] * 2 + [(5e-4, "remove"),
                                                              (DEFAULT_STEP, "remove"), (1e-3, "add")])
 
 

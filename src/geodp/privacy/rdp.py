@@ -347,7 +347,7 @@ def noise_multiplier_for(epsilon: float, delta: float, sample_rate: float = 1.0,
     ``composed_epsilon``); ``"rdp"`` uses ``RDPAccountant`` (also sampling without replacement).
     epsilon(z) is decreasing in z. RDP: bracket geometrically, then Brent's method on log z.
     PLD (``pld_calibration.pld_noise_multiplier``): a secant on coarse PLDs (grid steps 1e-3 and
-    3e-4, extrapolated in step^2 to the accountant's 1e-4) steers the search from the central
+    5e-4, extrapolated in step^2 to the accountant's 1e-4) steers the search from the central
     limit theorem's answer, and usually one evaluation on the accountant's own grid certifies
     the z returned (the add direction, usually far from binding, on a coarse grid containing
     it). Where PLD's own rounding terms exceed delta (a tiny delta after many steps), the RDP

@@ -31,19 +31,19 @@ def best_time(fn: Callable[[], object], repeats: int = 3) -> tuple[float, object
     return best, out
 
 
-def alternate(calls: dict[str, Callable[[], object]],
-              rounds: int = 3) -> tuple[dict[str, list[float]], dict]:
-    """Wall times of one call of each of ``calls`` per round, the calls taking turns (their order
-    reversed every other round, so that none always runs first on a machine whose load
-    drifts), and the last result of each."""
+def alternate(calls: dict[str, Callable[[], object]], rounds: int = 3,
+              clock: Callable[[], float] = time.perf_counter) -> tuple[dict[str, list[float]], dict]:
+    """Times (wall, or CPU with ``clock=time.process_time``) of one call of each of ``calls`` per
+    round, the calls taking turns (their order reversed every other round, so that none always
+    runs first on a machine whose load drifts), and the last result of each."""
     times: dict[str, list[float]] = {name: [] for name in calls}
     results: dict = {}
     names = list(calls)
     for r in range(rounds):
         for name in names if r % 2 == 0 else names[::-1]:
-            t0 = time.perf_counter()
+            t0 = clock()
             results[name] = calls[name]()
-            times[name].append(time.perf_counter() - t0)
+            times[name].append(clock() - t0)
     return times, results
 
 

@@ -29,6 +29,7 @@ import logging
 import math
 import statistics
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -148,7 +149,8 @@ def fresh_calibration(eps: float, q: float, steps: int, rounds: int = 5) -> dict
     """``noise_multiplier_for(eps, 1e-5, q, steps)`` by PLD and by RDP, computed afresh (answer
     cache emptied before each call), alternately: "pld", "rdp warm" (RDP's curves of the same
     search cached by an earlier round) and "rdp cold" (curve cache emptied too). Returns the
-    times and the PLD answer."""
+    wall times, the CPU times of "pld" and "rdp warm" (a second pass: on a shared machine a call
+    of milliseconds is preempted more often than one of a millisecond) and the PLD answer."""
     def call(accountant: str, cold: bool = False):
         def run():
             noise_multiplier_for.cache_clear()
@@ -160,7 +162,8 @@ def fresh_calibration(eps: float, q: float, steps: int, rounds: int = 5) -> dict
     noise_multiplier_for(eps, DELTA, q, steps, accountant="rdp")  # RDP's curves, for "warm"
     times, answers = alternate({"pld": call("pld"), "rdp warm": call("rdp"),
                                 "rdp cold": call("rdp", cold=True)}, rounds)
-    return {"times": times, "z": answers["pld"]}
+    cpu, _ = alternate({"pld": call("pld"), "rdp warm": call("rdp")}, rounds, time.process_time)
+    return {"times": times, "cpu": cpu, "z": answers["pld"]}
 
 
 def calibration(rounds: int = 5) -> None:
@@ -176,6 +179,8 @@ def calibration(rounds: int = 5) -> None:
                      "RDP warm ms": span([1e3 * v for v in t["rdp warm"]], ".2f"),
                      "RDP cold ms": span([1e3 * v for v in t["rdp cold"]], ".0f"),
                      "PLD / warm": span(ratios(t["pld"], t["rdp warm"]), ".1f"),
+                     "CPU PLD / warm": span(ratios(out["cpu"]["pld"], out["cpu"]["rdp warm"]),
+                                            ".1f"),
                      "PLD / cold": span(ratios(t["pld"], t["rdp cold"]), ".2f")})
     print_table(rows, list(rows[0]))
     noise_multiplier_for(1.0, DELTA, 0.01, 1000)

@@ -350,21 +350,27 @@ OLD_PLD_MULTIPLIERS = [((1.0, 1e-5, 0.01, 1000), 1.4146312705580033),
 
 @pytest.mark.parametrize("args, old", OLD_PLD_MULTIPLIERS)
 def test_fast_pld_calibration_agrees_with_the_brent_search(args, old, monkeypatch):
+    import geodp.privacy.pld_calibration as calibration
     import geodp.privacy.rdp as rdp_module
+    from geodp.privacy.pld import DEFAULT_STEP
+
     full = []
-    original = rdp_module.composed_epsilon
-    monkeypatch.setattr(rdp_module, "composed_epsilon",
-                        lambda *a, **k: full.append(a) or original(*a, **k))
+    original = calibration._Search.delta_at
+    monkeypatch.setattr(calibration._Search, "delta_at",
+                        lambda self, z, step, side: (step == DEFAULT_STEP and full.append(z))
+                        or original(self, z, step, side))
+    monkeypatch.setattr(rdp_module, "composed_epsilon", lambda *a, **k: pytest.fail("fallback"))
     eps, delta, q, steps = args
     noise_multiplier_for.cache_clear()  # computed here, not an answer cached by another test
     z = noise_multiplier_for(*args)
-    assert len(full) <= 4  # the fast path, not the fallback search (about 20 evaluations)
+    assert len(full) <= 3  # one or two evaluations on the accountant's grid, not a search
     monkeypatch.undo()
-    # the Brent answer lies up to 2e-7 above its root (xtol 1e-7 on log z, then a step of 1e-7)
-    assert abs(z / old - 1) <= 1e-6 and z >= old * (1 - 3e-7)
-    # meets the target by the accountant's own evaluation, and is minimal to 1e-6
+    # the Brent answer lies up to 2e-7 above its root (xtol 1e-7 on log z, then a step of 1e-7);
+    # the new one at most Z_TOL = 1e-5 above it
+    assert old * (1 - 3e-7) <= z <= old * (1 + calibration.Z_TOL)
+    # meets the target by the accountant's own evaluation, and is minimal to Z_TOL
     assert composed_epsilon(z, delta, q, steps) <= eps
-    assert composed_epsilon(z * (1 - 1e-6), delta, q, steps) > eps
+    assert composed_epsilon(z * (1 - calibration.Z_TOL), delta, q, steps) > eps
     # and by an independent evaluation on a finer grid nested in the accountant's (connect-the-dots
     # on the coarser grid is that of the finer PLD, which it dominates; on a grid not nested in
     # it, e.g. 3e-5, the two may differ either way by 1e-8)

@@ -57,9 +57,10 @@ _SHORT_SUPPORT = 1 << 12
 _CHERNOFF_TS = np.geomspace(1e-8, 1e1, 120)
 
 
-def _grid_min(f, size: int) -> float:
-    """min f(i) over i in 0..size-1 for f quasi-convex (unimodal) in i, by bisection on the sign
-    of f(i+1) - f(i): about 2 log2(size) evaluations instead of size.
+def _grid_min(f, size: int, start: int) -> float:
+    """min f(i) over i in 0..size-1 for f quasi-convex (unimodal) in i, searched from ``start``
+    (a guess of the minimiser): steps doubling downhill bracket the minimum, then bisection on
+    the sign of f(i+1) - f(i); about 2 log2(distance to the minimiser) + 4 evaluations.
 
     The Chernoff bound g(t) = (T log M(t) - log beta) / t is quasi-convex on t > 0 (log M is
     convex, so {t: g(t) <= a} = {t: T log M(t) - log beta - a t <= 0} is an interval), hence
@@ -68,19 +69,37 @@ def _grid_min(f, size: int) -> float:
     """
     cache: dict[int, float] = {}
 
-    def at(i: int) -> float:
-        if i not in cache:
-            cache[i] = f(i)
-        return cache[i]
+    def rises(i: int) -> bool:  # f(i) <= f(i+1): the minimum is at or below i
+        for j in (i, i + 1):
+            if j not in cache:
+                cache[j] = f(j)
+        return cache[i] <= cache[i + 1]
 
     lo, hi = 0, size - 1
+    i, step = min(max(start, 0), size - 2), 1
+    uphill = rises(i)
+    while True:
+        if uphill:
+            hi = i
+        else:
+            lo = i + 1
+        nxt = i - step if uphill else i + step
+        if not lo <= nxt < hi:
+            break
+        if rises(nxt) != uphill:
+            if uphill:
+                lo = nxt + 1
+            else:
+                hi = nxt
+            break
+        i, step = nxt, 2 * step
     while lo < hi:
         mid = (lo + hi) // 2
-        if at(mid) <= at(mid + 1):
+        if rises(mid):
             hi = mid
         else:
             lo = mid + 1
-    return at(lo)
+    return cache[lo] if lo in cache else f(lo)
 
 
 def _l2(x: np.ndarray) -> float:
@@ -132,16 +151,14 @@ def _power_error(size: int, count: int, spectrum: np.ndarray, powered: np.ndarra
 
     Each computed coefficient has |dX_k| <= g = 5 eps log2(N) sum|x| <= g (componentwise bound of
     the radix-2 FFT, Higham 2002, Section 24.1); raising to the power T multiplies it by at most
-    T |X_k|^(T-1) (|X_k| <= 1), and the power itself errs by at most 5 eps (T |Y_k| + 1).
+    T |X_k|^(T-1) (|X_k| <= 1), read off as |Y_k| / |X_k|, and the power itself errs by at most
+    5 eps (T |Y_k| + 1).
     Summing over the full spectrum, ||dY||_2 bounds ||dy||_1 <= sqrt(N) ||dy||_2 through
     Parseval, plus the inverse transform's own g sqrt(N) ||y||_2.
     """
     g = 5.0 * _EPS * max(math.log2(size), 1.0)
-    per = np.minimum(spectrum, 1.0, out=spectrum)
-    with np.errstate(divide="ignore"):
-        np.log(per, out=per)
-    per *= count - 1
-    np.exp(per, out=per)  # |X_k|^(T-1)
+    # |X_k|^(T-1) = |Y_k| / |X_k| (0 where X_k = 0), a division instead of a log and an exp
+    per = np.divide(powered, spectrum, out=spectrum, where=spectrum > 0)
     per *= g * count
     per += 5.0 * _EPS * count * powered
     per += 5.0 * _EPS
@@ -245,20 +262,31 @@ class PrivacyLossDistribution:
     def _chernoff_window(self, count: int, tail_mass: float) -> tuple[int, int]:
         """Smallest [lo, hi] (bin indices) with both tails of the composed PLD below tail_mass.
 
-        M(t) is bounded over blocks of bins, each block's mass put at its upper end for the upper
-        tail and at its lower end for the lower tail: a larger M(t), so the bounds stay valid.
+        M(t) is bounded on a coarser grid (nodes ``block`` bins apart, at most 2049 of them):
+        each bin's mass is split between the two nodes around it keeping its mean, as connect
+        the dots does. The split law is larger in the convex order, so its M(t) is larger for
+        every t of either sign (e^(tl) is convex) and the bounds stay valid, while the mean, and
+        with it the window's centre, stays where it is.
         """
         block = max(1, len(self.pmf) // 2048)
         pad = -len(self.pmf) % block
-        mass = np.concatenate([self.pmf, np.zeros(pad)]).reshape(-1, block).sum(axis=1)
-        keep = mass > 0
+        bins = np.concatenate([self.pmf, np.zeros(pad)]).reshape(-1, block)
+        up = bins @ (np.arange(block) / block)  # the share of each block for its upper node
+        nodes = np.zeros(len(bins) + 1)
+        nodes[:-1] += np.maximum(bins.sum(axis=1) - up, 0.0)
+        nodes[1:] += up
+        keep = nodes > 0
         with np.errstate(divide="ignore"):
-            log_p = np.log(mass[keep])
-        first = self.offset + block * np.flatnonzero(keep).astype(float)
+            log_p = np.log(nodes[keep])
+        at = self.offset + block * np.flatnonzero(keep).astype(float)
         log_beta = math.log(tail_mass)
+        # start from the t minimising the bound for a Gaussian of the same variance (in bins)
+        weights = nodes[keep] / np.sum(nodes[keep])
+        var = float(np.dot(weights, (at - np.dot(weights, at)) ** 2))
+        start = (int(np.searchsorted(_CHERNOFF_TS, math.sqrt(-2.0 * log_beta / (count * var))))
+                 if var > 0 else len(_CHERNOFF_TS) // 2)
         bounds = []
-        for sign, idx in ((1.0, first + block - 1), (-1.0, first)):
-            signed = sign * idx
+        for signed in (at, -at):
 
             def bound(i: int) -> float:
                 t = float(_CHERNOFF_TS[i])
@@ -267,7 +295,7 @@ class PrivacyLossDistribution:
                 log_m = top + math.log(float(np.sum(np.exp(terms - top))))
                 return (count * log_m - log_beta) / t
 
-            bounds.append(_grid_min(bound, len(_CHERNOFF_TS)))
+            bounds.append(_grid_min(bound, len(_CHERNOFF_TS), start))
         return int(math.floor(-bounds[1])), int(math.ceil(bounds[0]))
 
     # privacy profile ---------------------------------------------------------------------------
@@ -412,9 +440,13 @@ def _interval_masses(cdf: np.ndarray, sf: np.ndarray) -> np.ndarray:
     return np.where(low, cdf[1:] - cdf[:-1], sf[:-1] - sf[1:])
 
 
-def from_cdfs(step: float, lo: float, hi: float, cdf_p, sf_p, cdf_q, sf_q, max_loss: float,
+def from_cdfs(step: float, lo: float, hi: float, laws, max_loss: float,
               pure: bool) -> PrivacyLossDistribution:
     """Connect-the-dots discretisation of a loss L given the CDFs of L under P and under Q.
+
+    ``laws(grid)`` returns (P(L <= l), P(L > l), Q(L <= l), Q(L > l)) at the grid losses, shape
+    (K,) each: both sides of each law, so that every interval mass is taken from the side where
+    it does not cancel (one call, so that the four may share their work).
 
     Grid l_k = k * step for k = floor(lo/step) .. ceil(hi/step). The P-mass at or below l_0 moves
     up to l_0, the P-mass above the last point to +inf; in each interval (l_k, l_k+1] with masses
@@ -423,7 +455,7 @@ def from_cdfs(step: float, lo: float, hi: float, cdf_p, sf_p, cdf_q, sf_q, max_l
     """
     k0, k1 = math.floor(lo / step), max(math.ceil(hi / step), math.floor(lo / step) + 1)
     grid = np.arange(k0, k1 + 1) * step
-    cp, sp, cq, sq = cdf_p(grid), sf_p(grid), cdf_q(grid), sf_q(grid)
+    cp, sp, cq, sq = laws(grid)
     p_int, q_int = _interval_masses(cp, sp), _interval_masses(cq, sq)
     with np.errstate(divide="ignore", over="ignore"):
         q_scaled = np.where(q_int > 0, np.exp(grid[:-1] + np.log(np.maximum(q_int, 1e-320))), 0.0)
@@ -436,8 +468,14 @@ def from_cdfs(step: float, lo: float, hi: float, cdf_p, sf_p, cdf_q, sf_q, max_l
     return PrivacyLossDistribution(step, k0, pmf, top, max_loss, pure, top)
 
 
-def _phi(x):
-    return special.ndtr(x)
+def _phi_pair(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(Phi(a), Phi(-a)) from one evaluation of the smaller tail, Phi(-|a|); the larger is one
+    minus it, exact to an ulp of 1/2 or more (``_interval_masses`` differences only the smaller
+    side, so this costs no accuracy and halves the calls of the normal CDF)."""
+    small = special.ndtr(-np.abs(a))
+    big = 1.0 - small
+    negative = a < 0
+    return np.where(negative, small, big), np.where(negative, big, small)
 
 
 def gaussian_pld(sigma: float, sensitivity: float = 1.0, step: float = DEFAULT_STEP,
@@ -447,10 +485,11 @@ def gaussian_pld(sigma: float, sensitivity: float = 1.0, step: float = DEFAULT_S
     mu = check_positive("sensitivity", sensitivity) / check_positive("sigma", sigma)
     k = -special.ndtri(tail_mass)
     m = mu * mu / 2.0
-    return from_cdfs(step, m - k * mu, m + k * mu,
-                     lambda l: _phi((l - m) / mu), lambda l: _phi((m - l) / mu),
-                     lambda l: _phi((l + m) / mu), lambda l: _phi((-m - l) / mu),
-                     math.inf, False)
+
+    def laws(l):
+        return (*_phi_pair((l - m) / mu), *_phi_pair((l + m) / mu))
+
+    return from_cdfs(step, m - k * mu, m + k * mu, laws, math.inf, False)
 
 
 def laplace_pld(scale: float, sensitivity: float = 1.0,
@@ -460,17 +499,13 @@ def laplace_pld(scale: float, sensitivity: float = 1.0,
     Q(L <= l) = 1 - e^(-(e0 + l)/2)/2 (symmetric in the two directions)."""
     e0 = check_positive("sensitivity", sensitivity) / check_positive("scale", scale)
 
-    def inside(l):
-        return (l >= -e0) & (l < e0)
+    def laws(l):
+        inside = (l >= -e0) & (l < e0)
+        cdf_p = np.where(l >= e0, 1.0, np.where(inside, 0.5 * np.exp(-(e0 - l) / 2.0), 0.0))
+        cdf_q = np.where(l >= e0, 1.0, np.where(inside, 1.0 - 0.5 * np.exp(-(e0 + l) / 2.0), 0.0))
+        return cdf_p, 1.0 - cdf_p, cdf_q, 1.0 - cdf_q
 
-    def cdf_p(l):
-        return np.where(l >= e0, 1.0, np.where(inside(l), 0.5 * np.exp(-(e0 - l) / 2.0), 0.0))
-
-    def cdf_q(l):
-        return np.where(l >= e0, 1.0, np.where(inside(l), 1.0 - 0.5 * np.exp(-(e0 + l) / 2.0), 0.0))
-
-    return from_cdfs(step, -e0, e0, cdf_p, lambda l: 1.0 - cdf_p(l), cdf_q,
-                     lambda l: 1.0 - cdf_q(l), _grid_ceil(e0, step), True)
+    return from_cdfs(step, -e0, e0, laws, _grid_ceil(e0, step), True)
 
 
 def pure_pld(epsilon: float, step: float = DEFAULT_STEP) -> PrivacyLossDistribution:
@@ -479,13 +514,14 @@ def pure_pld(epsilon: float, step: float = DEFAULT_STEP) -> PrivacyLossDistribut
     e = check_positive("epsilon", epsilon)
     hi_p, hi_q = special.expit(e), special.expit(-e)
 
-    def step_fn(lo_val, hi_val):
-        return lambda l: np.where(l >= e, 1.0, np.where(l >= -e, lo_val, 0.0)), \
-            lambda l: np.where(l >= e, 0.0, np.where(l >= -e, hi_val, 1.0))
+    def steps(l, lo_val, hi_val):
+        return (np.where(l >= e, 1.0, np.where(l >= -e, lo_val, 0.0)),
+                np.where(l >= e, 0.0, np.where(l >= -e, hi_val, 1.0)))
 
-    cdf_p, sf_p = step_fn(hi_q, hi_p)
-    cdf_q, sf_q = step_fn(hi_p, hi_q)
-    return from_cdfs(step, -e, e, cdf_p, sf_p, cdf_q, sf_q, _grid_ceil(e, step), True)
+    def laws(l):
+        return (*steps(l, hi_q, hi_p), *steps(l, hi_p, hi_q))
+
+    return from_cdfs(step, -e, e, laws, _grid_ceil(e, step), True)
 
 
 def subsampled_gaussian_pld(noise_multiplier: float, sample_rate: float, direction: str,
@@ -505,34 +541,36 @@ def subsampled_gaussian_pld(noise_multiplier: float, sample_rate: float, directi
         raise ValueError(f"sample_rate must lie in (0, 1], got {sample_rate}")
     if q == 1.0:
         return gaussian_pld(z, 1.0, step, tail_mass)
+    if direction not in ("remove", "add"):
+        raise ValueError(f"direction must be 'remove' or 'add', got {direction!r}")
     k = -special.ndtri(tail_mass)
 
     def loss(x):
         return np.logaddexp(np.log1p(-q), np.log(q) + (2.0 * x - 1.0) / (2.0 * z * z))
 
-    def x_of(l):
+    def sides(l):
+        """(N(0, z^2) below x(l), above it, mu_q below, above), x(l) computed once."""
         arg = np.expm1(l) + q
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(arg > 0, z * z * np.log(np.maximum(arg, 1e-300) / q) + 0.5, -np.inf)
-
-    def mix_cdf(x):
-        return (1 - q) * _phi(x / z) + q * _phi((x - 1) / z)
-
-    def mix_sf(x):
-        return (1 - q) * _phi(-x / z) + q * _phi((1 - x) / z)
+            x = np.where(arg > 0, z * z * np.log(np.maximum(arg, 1e-300) / q) + 0.5, -np.inf)
+        below, above = _phi_pair(x / z)
+        below_1, above_1 = _phi_pair((x - 1.0) / z)
+        return below, above, (1 - q) * below + q * below_1, (1 - q) * above + q * above_1
 
     if direction == "remove":
-        return from_cdfs(step, float(loss(-k * z)), float(loss(1 + k * z)),
-                         lambda l: mix_cdf(x_of(l)), lambda l: mix_sf(x_of(l)),
-                         lambda l: _phi(x_of(l) / z), lambda l: _phi(-x_of(l) / z),
-                         math.inf, False)
-    if direction == "add":
-        top = -math.log1p(-q)
-        return from_cdfs(step, -float(loss(k * z)), min(top, -float(loss(-k * z))),
-                         lambda l: _phi(-x_of(-l) / z), lambda l: _phi(x_of(-l) / z),
-                         lambda l: mix_sf(x_of(-l)), lambda l: mix_cdf(x_of(-l)),
-                         math.inf, False)
-    raise ValueError(f"direction must be 'remove' or 'add', got {direction!r}")
+        def laws(l):
+            below, above, mix_below, mix_above = sides(l)
+            return mix_below, mix_above, below, above
+
+        return from_cdfs(step, float(loss(-k * z)), float(loss(1 + k * z)), laws, math.inf, False)
+    top = -math.log1p(-q)
+
+    def laws(l):  # L <= l iff x >= x(-l)
+        below, above, mix_below, mix_above = sides(-l)
+        return above, below, mix_above, mix_below
+
+    return from_cdfs(step, -float(loss(k * z)), min(top, -float(loss(-k * z))), laws, math.inf,
+                     False)
 
 
 def subsampled_gaussian_epsilon(noise_multiplier: float, sample_rate: float, steps: int,

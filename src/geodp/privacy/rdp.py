@@ -9,7 +9,8 @@ import numpy as np
 from scipy import optimize, special
 
 from .conversions import check_count, check_delta, check_positive, gdp_mu, rdp_to_approx
-from .pld import PLDAccountant, subsampled_gaussian_epsilon
+from .pld import PLDAccountant
+from .pld_calibration import pld_noise_multiplier
 
 #: Orders at which curves are tracked. Fractional orders wherever the optimum can fall: a
 #: geometric grid towards 1, steps of 0.1 up to 11 (dp-accounting's default grid is a subset),
@@ -336,17 +337,21 @@ def composed_epsilon(noise_multiplier: float, delta: float, sample_rate: float =
 
 def noise_multiplier_for(epsilon: float, delta: float, sample_rate: float = 1.0, steps: int = 1,
                          sampling: str = "poisson", accountant: str = "pld") -> float:
-    """Smallest noise multiplier z (to 1e-6 relative) whose composition of ``steps`` subsampled
-    Gaussian steps is (epsilon, delta)-DP by the chosen accountant.
+    """Smallest noise multiplier z whose composition of ``steps`` subsampled Gaussian steps is
+    (epsilon, delta)-DP by the chosen accountant, to a relative tolerance: 1e-6 by RDP, 1e-5 by
+    PLD (``pld_calibration.Z_TOL``). The z returned is certified: the accountant's epsilon at z
+    is at most ``epsilon`` (by RDP in PLD's one fallback, below).
 
     ``accountant="pld"`` (default; Poisson sampling only) uses ``PLDAccountant``, the tightest
     (at ``sample_rate=1`` the composition is exactly sqrt(T)/z-GDP: the closed form is used, as by
     ``composed_epsilon``); ``"rdp"`` uses ``RDPAccountant`` (also sampling without replacement).
     epsilon(z) is decreasing in z. RDP: bracket geometrically, then Brent's method on log z.
-    PLD: a secant on coarse grids (steps 1e-3 and 3e-4, extrapolated in step^2 to the
-    accountant's 1e-4) locates the root, then Newton steps on the
-    accountant's own epsilon finish it (usually one full evaluation). Either way the
-    returned z has been evaluated by the accountant itself and meets the target there.
+    PLD (``pld_calibration.pld_noise_multiplier``): a secant on coarse PLDs (grid steps 1e-3 and
+    5e-4, extrapolated in step^2 to the accountant's 1e-4) steers the search from the central
+    limit theorem's answer, and usually one evaluation on the accountant's own grid certifies
+    the z returned (the add direction, usually far from binding, on a coarse grid containing
+    it). Where PLD's own rounding terms exceed delta (a tiny delta after many steps), the RDP
+    accountant's answer is returned, certified by RDP.
 
     A pure function of public numbers, so answers are cached (256 most recent arguments): a
     repeated calibration, as in a sweep of releases at one budget, costs a dictionary lookup.
@@ -387,7 +392,7 @@ def _noise_multiplier(epsilon: float, delta: float, sample_rate: float, steps: i
             z = float(np.nextafter(z, np.inf))
         return z
     if accountant == "pld":
-        z = _pld_multiplier(epsilon, delta, float(sample_rate), steps, excess)
+        z = pld_noise_multiplier(epsilon, delta, float(sample_rate), steps)
         if z is not None:
             return z
         # bracket below the RDP answer, which PLD certifies too unless its rounding terms alone
@@ -420,105 +425,3 @@ def _noise_multiplier(epsilon: float, delta: float, sample_rate: float, steps: i
 
 noise_multiplier_for.cache_clear = _noise_multiplier.cache_clear
 noise_multiplier_for.cache_info = _noise_multiplier.cache_info
-
-
-#: Grid steps of the coarse PLD evaluations steering the PLD calibration (``_pld_multiplier``).
-_COARSE_STEPS = (1e-3, 3e-4)
-#: Relative tolerance on z of ``noise_multiplier_for``, and the margin aimed above the root.
-_Z_TOL, _Z_MARGIN = 1e-6, 3e-7
-
-
-def _pld_multiplier(epsilon: float, delta: float, q: float, steps: int,
-                    excess: Callable[[float], float]) -> float | None:
-    """The PLD calibration's fast path, or None (then the caller's bracketing search runs).
-
-    1. Start from the central limit theorem's answer (Bu et al. 2020: T Poisson-subsampled
-       Gaussian steps are about mu-GDP with mu = q sqrt(T (e^(1/z^2) - 1))), a guess only.
-    2. A safeguarded secant on log z finds the root of the coarse epsilon e_h (grid step
-       h = 1e-3, a few ms each) to about 1e-6; e_h - e_0 ~ c h^2 (connect-the-dots), so one
-       evaluation at h2 = 3e-4 gives the offset to the accountant's grid (h0 = 1e-4), and the
-       slope d e / d log z of the secant turns it into a move of log z. (c varies by some 0.2%
-       from step to step; from h2 = 3e-4 rather than 2e-3 the offset errs some 30 times less.)
-       The offset (about 1e-3) needs the slope to 1e-4: one more coarse point at the predicted
-       root refines it.
-    3. Newton steps on ``excess`` (the accountant's own epsilon, step 1e-4) with that slope
-       (replaced by the secant of two full evaluations once they are apart), each aimed
-       ``_Z_MARGIN`` above the predicted root; stop at a point that meets the target with the
-       predicted root within ``_Z_TOL`` below it (usually after one full evaluation; two or three
-       where the per-step losses span only a few coarse steps, e.g. q = 1e-3). Only points
-       ``excess`` has certified are returned.
-    """
-    from .pld import DEFAULT_STEP
-
-    h1, h2 = _COARSE_STEPS
-    mu = gdp_mu(epsilon, delta)
-    ratio = mu * mu / (q * q * steps)
-    if not (np.isfinite(ratio) and ratio > 0):
-        return None
-    x = -0.5 * float(np.log(np.log1p(ratio)))
-
-    def coarse(log_z: float, h: float = h1) -> float:
-        return subsampled_gaussian_epsilon(float(np.exp(log_z)), q, steps, delta, h) - epsilon
-
-    # safeguarded secant on the coarse excess; bracket (a, b) with coarse(a) > 0 >= coarse(b)
-    a, b = -np.inf, np.inf
-    pts: list[tuple[float, float]] = []
-    nxt = x
-    slope = np.nan
-    for _ in range(40):
-        x = nxt
-        if not -14.0 < x < 14.0:
-            return None
-        f = coarse(x)
-        if not np.isfinite(f):
-            a = max(a, x)
-            nxt = 0.5 * (a + b) if np.isfinite(b) else x + 0.5
-            continue
-        if f > 0:
-            a = max(a, x)
-        else:
-            b = min(b, x)
-        pts.append((x, f))
-        if len(pts) == 1:
-            nxt = x + (np.log(1.1) if f > 0 else -np.log(1.1))
-            continue
-        (x0, f0), (x1, f1) = pts[-2], pts[-1]
-        if f1 != f0 and x1 != x0:
-            slope = (f1 - f0) / (x1 - x0)
-        if np.isfinite(slope) and slope < 0 and abs(f1 / slope) < 1e-6:
-            break
-        nxt = x1 - f1 / slope if np.isfinite(slope) and slope < 0 else np.nan
-        if not np.isfinite(nxt):
-            nxt = 0.5 * (a + b) if np.isfinite(a) and np.isfinite(b) else x1 + (0.5 if f1 > 0 else -0.5)
-        elif np.isfinite(a) and np.isfinite(b) and not a < nxt < b:
-            nxt = 0.5 * (a + b)
-        else:
-            nxt = x1 + float(np.clip(nxt - x1, -1.0, 1.0))
-    else:
-        return None
-    if not (np.isfinite(slope) and slope < 0):
-        return None
-    x1, f1 = pts[-1]
-    # the offset of the accountant's grid, extrapolated in step^2 from h1 and h2
-    shift = (coarse(x1, h2) - f1) * (h1 ** 2 - DEFAULT_STEP ** 2) / (h2 ** 2 - h1 ** 2)
-    root = x1 - (f1 - shift) / slope
-    # the move shift / slope is some 1e-3: one more coarse point refines the slope it rests on
-    f2 = coarse(root)
-    if np.isfinite(f2) and f2 != f1 and (f2 - f1) / (root - x1) < 0:
-        slope = (f2 - f1) / (root - x1)
-        root -= (f2 - shift) / slope
-    full: list[tuple[float, float]] = []
-    for _ in range(6):
-        x = root + _Z_MARGIN
-        f = excess(x)
-        if not np.isfinite(f):
-            return None
-        full.append((x, f))
-        if len(full) >= 2 and abs(full[-1][0] - full[-2][0]) > 1e-8:
-            (u0, g0), (u1, g1) = full[-2], full[-1]
-            if g1 != g0 and (g1 - g0) / (u1 - u0) < 0:
-                slope = (g1 - g0) / (u1 - u0)
-        root = x - f / slope
-        if f <= 0 and x - root <= _Z_TOL:
-            return float(np.exp(x))
-    return None

@@ -27,7 +27,10 @@ from .release import LargeDeltaWarning, Release, delta_caveat
 def pca_gradients(w: Array, z: Array) -> Array:
     """Riemannian gradients -2 c_i (z_i - c_i w) of f_i(w) = -(w^T z_i)^2 on the unit sphere."""
     c = z @ w
-    return -2.0 * c[:, None] * (z - c[:, None] * w)
+    g = c[:, None] * w
+    np.subtract(z, g, out=g)  # z - c w and then -2 c (z - c w), in one temporary
+    g *= -2.0 * c[:, None]
+    return g
 
 
 def pca_loss(w: Array, z: Array) -> float:

@@ -218,7 +218,7 @@ def spd_panel(sizes, reps: int, seed: int) -> list[dict]:
         sigma = math.sqrt(n * math.log(1 / DELTA)) * SPD_DIAMETER / (n * EPSILON)
         risks = {"DP-RGD (paper)": excess_risk(spd_paper_rgd(m, x, sigma,
                                                              np.random.default_rng([seed, 4, k])))}
-        released = [spd_release(m, x[r], opt[r], rngs[r]) for r in range(reps)]
+        released = map_parts(lambda r: spd_release(m, x[r], opt[r], rngs[r]), list(range(reps)))
         for method in released[0]:
             got = [rel[method] for rel in released]
             risks[method] = (np.full(reps, np.nan) if any(w is None for w in got)

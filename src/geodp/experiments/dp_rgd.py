@@ -72,11 +72,18 @@ def haar_columns(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def pca_data(n: int, rng: np.random.Generator) -> np.ndarray:
-    """The paper's records Z = U Sigma V (n, 50), rows z_i; A = Z^T Z / n has top eigenvalue 1/n."""
+    """The paper's records Z = U Sigma V (n, 50), rows z_i; A = Z^T Z / n has top eigenvalue 1/n.
+
+    U = G L^-T as in ``haar_columns`` (same draws, same order), formed as one product
+    Z = G (L^-T Sigma V) with a 50 x 50 right factor: the same matrix, without U's two passes
+    over n x 50 entries."""
     d1 = PCA_DIM
     head = [1.0] + [1.0 - k * EIGENGAP for k in (1.1, 1.2, 1.3, 1.4)]
     sigma = np.concatenate([head, np.abs(rng.standard_normal(d1 - 5)) / d1])
-    return (haar_columns(n, d1, rng) * sigma) @ haar_columns(d1, d1, rng)
+    g = rng.standard_normal((n, d1))
+    lower = np.linalg.cholesky(g.T @ g)
+    right = solve_triangular(lower, sigma[:, None] * haar_columns(d1, d1, rng), lower=True, trans="T")
+    return g @ right
 
 
 def paper_steps(n: int, l0: float) -> int:

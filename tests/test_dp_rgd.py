@@ -12,7 +12,7 @@ from scipy import stats
 import geodp
 from geodp.learn import dp_rsgd, private_pca
 from geodp.learn.dp_rgd import LipschitzViolation, clipped_coordinate_sum, paper_sigma
-from geodp.learn.pca import pca_gradients
+from geodp.learn.pca import pca_euclidean_gradients, pca_gradients
 from geodp.manifolds import SPD, Euclidean, Hyperbolic, KendallShape, Sphere, _threads
 from geodp.mechanisms.tangent_gaussian import TangentGaussian
 from geodp.privacy import GDP, BudgetLedger, composed_epsilon
@@ -321,6 +321,16 @@ def test_the_clipped_sum_cannot_overflow_where_the_representation_is_huge():
                       init=w0, clip=1.0, rng=0)
         assert rel.diagnostics["steps_not_representable"] == 0
         assert not np.array_equal(rel.value, w0)
+
+
+def test_projected_euclidean_pca_gradients_are_the_riemannian_ones():
+    """Issue 31: private_pca passes -2 c_i z_i with euclidean_grad=True; projected onto T_w they
+    are pca_gradients' -2 c_i (z_i - c_i w)."""
+    m = Sphere(4)
+    rng = np.random.default_rng(2)
+    w, z = m.project(rng.normal(size=5)), rng.normal(size=(40, 5))
+    projected = m.egrad_to_rgrad(w, pca_euclidean_gradients(w, z))
+    assert np.allclose(projected, pca_gradients(w, z), rtol=0, atol=1e-14)
 
 
 def test_blocks_of_records_give_the_one_pass_sum(monkeypatch):

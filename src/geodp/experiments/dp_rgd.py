@@ -43,7 +43,7 @@ from scipy.linalg import solve_triangular
 
 from .. import datasets
 from ..learn import dp_rsgd, private_frechet_mean, private_pca
-from ..learn.pca import pca_gradients
+from ..learn.pca import pca_euclidean_gradients
 from ..manifolds import SPD, Sphere
 from ..manifolds._threads import map_parts
 from ..mechanisms import NotNormalisableError, RiemannianLaplace
@@ -124,8 +124,9 @@ def pca_replicate(n: int, seed: int, size_index: int, rep: int) -> dict:
     for name, scale, steps in (("paper", 1.0, paper_steps(n, l0)), ("rescaled", n, RESCALED_STEPS)):
         records = z if scale == 1.0 else z * math.sqrt(scale)
         a = records.T @ records / n
-        sound = dp_rsgd(sphere, pca_gradients, records, EPSILON, DELTA, steps, lr=PCA_STEP,
-                        init=init, clip=scale * l0, rng=rng, progress=False)
+        sound = dp_rsgd(sphere, pca_euclidean_gradients, records, EPSILON, DELTA, steps,
+                        euclidean_grad=True, lr=PCA_STEP, init=init, clip=scale * l0, rng=rng,
+                        progress=False)
         out[name] = {"a": a, "l0": scale * l0, "steps": steps, "sound": sound.value}
     return out
 

@@ -12,7 +12,8 @@ competitors, 58 ms against 87; idle, 33 ms). While the pool works, BLAS is held 
 (threadpoolctl), so its own threads never multiply ours; outside it, BLAS keeps to the CPUs
 other runnable tasks (Linux ``/proc/loadavg``) leave, since OpenBLAS threads spin after a call.
 1 thread keeps the blocking but runs it in the calling thread. Calls made from inside a worker
-run whole and serially, so nested batched calls never wait on their own pool.
+run serially (whole, or ``map_parts`` / ``map_blocks`` block by block), so nested batched calls
+never wait on their own pool.
 """
 
 from __future__ import annotations

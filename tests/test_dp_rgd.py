@@ -12,8 +12,8 @@ from scipy import stats
 import geodp
 from geodp.learn import dp_rsgd, private_pca
 from geodp.learn.dp_rgd import LipschitzViolation, clipped_coordinate_sum, paper_sigma
-from geodp.learn.pca import pca_gradients
-from geodp.manifolds import SPD, Euclidean, Hyperbolic, KendallShape, Sphere
+from geodp.learn.pca import pca_euclidean_gradients, pca_gradients
+from geodp.manifolds import SPD, Euclidean, Hyperbolic, KendallShape, Sphere, _threads
 from geodp.mechanisms.tangent_gaussian import TangentGaussian
 from geodp.privacy import GDP, BudgetLedger, composed_epsilon
 from geodp.statistics import frechet_mean
@@ -195,14 +195,20 @@ def _canary_step(epsilon: float, delta: float, secure: bool, sign: float, rng) -
     return m.log(pole, rel.value)[0], rel
 
 
-@pytest.mark.parametrize("secure", [False, True])
-def test_full_batch_dp_rgd_is_replace_one_and_a_canary_audits_below_its_claim(secure, monkeypatch):
+@pytest.mark.parametrize("secure,blocked", [(False, False), (True, False), (False, True)])
+def test_full_batch_dp_rgd_is_replace_one_and_a_canary_audits_below_its_claim(secure, blocked,
+                                                                             monkeypatch):
     """The audit's pair (issue 28): replace-one neighbours whose canary gradient goes from -clip e
     to +clip e. The old calibration (sensitivity clip, the step dividing by the data's n) made
     mu 1.85 where 0.925 was claimed; the twin with the noise halved is caught by the same audit.
     The secure (discrete Gaussian) path is audited in Renyi divergence of order 2 against its
-    zCDP claim 2 rho."""
+    zCDP claim 2 rho. ``blocked``: blocks of 48 bytes, so that the ten records' clipped sum runs
+    in blocks of two records (the path of large batches, issue 31)."""
     from geodp.audit import audit_mechanism
+
+    if blocked:
+        monkeypatch.setattr(_threads, "BLOCK_BYTES", 48)
+        assert len(_threads.map_blocks(lambda lo, hi: hi - lo, 10, 24)) >= 5
 
     def audit(samples: int):
         def sampler(sign):
@@ -315,6 +321,44 @@ def test_the_clipped_sum_cannot_overflow_where_the_representation_is_huge():
                       init=w0, clip=1.0, rng=0)
         assert rel.diagnostics["steps_not_representable"] == 0
         assert not np.array_equal(rel.value, w0)
+
+
+def test_projected_euclidean_pca_gradients_are_the_riemannian_ones():
+    """Issue 31: private_pca passes -2 c_i z_i with euclidean_grad=True; projected onto T_w they
+    are pca_gradients' -2 c_i (z_i - c_i w)."""
+    m = Sphere(4)
+    rng = np.random.default_rng(2)
+    w, z = m.project(rng.normal(size=5)), rng.normal(size=(40, 5))
+    projected = m.egrad_to_rgrad(w, pca_euclidean_gradients(w, z))
+    assert np.allclose(projected, pca_gradients(w, z), rtol=0, atol=1e-14)
+
+
+def test_blocks_of_records_give_the_one_pass_sum(monkeypatch):
+    """Issue 31: a large batch's clipped sum is taken over blocks of records. With blocks of a few
+    records (one holding a non-finite gradient, one a gradient that raises, most clipped) the
+    release, its clipped count and the steps kept equal those of one pass, to rounding."""
+    monkeypatch.setattr(_threads, "BLOCK_BYTES", 200)
+    pole = np.array([0.0, 0.0, 1.0])
+    data = np.random.default_rng(3).normal(size=(97, 3))
+    data[5, 2], data[60, 1] = 800.0, 9.0  # a gradient overflowing to inf, one raising
+
+    def grad(w, b):
+        if np.any(b[:, 1] == 9.0):
+            raise RuntimeError("singular")
+        return b * np.exp(b[:, 2:])
+
+    def run():
+        rel = dp_rsgd(Sphere(2), grad, data, 1.0, 1e-3, 4, lr=0.05, init=pole, clip=1.0, rng=5,
+                      output="average")
+        return rel.value, rel.diagnostics
+
+    blocks = _threads.map_blocks(lambda lo, hi: (lo, hi), 97, 24)
+    assert len(blocks) >= 8
+    value, diagnostics = run()
+    monkeypatch.setattr(geodp.learn.dp_rgd, "map_blocks", lambda task, size, row: [task(0, size)])
+    one_value, one_diagnostics = run()
+    assert np.allclose(value, one_value, rtol=0, atol=1e-13)
+    assert diagnostics == one_diagnostics and diagnostics["clipped_gradients"] > 100
 
 
 def test_any_per_record_failure_during_the_run_contributes_zero(tmp_path):

@@ -187,6 +187,16 @@ def test_haar_columns_orthonormal_and_uniform():
     assert stats.kstest(first, lambda t: 0.5 + 0.5 * np.sign(t) * beta.cdf(t * t)).pvalue > 1e-3
 
 
+def test_pca_data_is_u_sigma_v_from_the_same_draws():
+    """Issue 31: Z formed as G (L^-T Sigma V) is the paper's U Sigma V with U = haar_columns."""
+    z = dp_rgd.pca_data(300, np.random.default_rng(4))
+    rng = np.random.default_rng(4)
+    head = [1.0] + [1.0 - k * dp_rgd.EIGENGAP for k in (1.1, 1.2, 1.3, 1.4)]
+    sigma = np.concatenate([head, np.abs(rng.standard_normal(45)) / 50])
+    u = dp_rgd.haar_columns(300, 50, rng)
+    assert np.allclose(z, (u * sigma) @ dp_rgd.haar_columns(50, 50, rng), rtol=0, atol=1e-14)
+
+
 def test_geodesic_regression_quick(tmp_path):
     from geodp.experiments import geodesic_regression as gr
 

@@ -193,3 +193,26 @@ def test_one_look_at_the_load_stands_for_load_ttl(monkeypatch):
     monkeypatch.setattr(_threads, "LOAD_TTL", 0.0)
     _threads._busy_elsewhere()
     assert looks.count("/proc/loadavg") == 2
+
+
+def test_map_parts_nested_in_a_worker_runs_serially(monkeypatch):
+    """Issue 31: map_parts called from inside a pool worker waited on a pool thread busy with the
+    enclosing call (a deadlock on two CPUs); nested calls now run their blocks in the worker."""
+    import threading
+
+    monkeypatch.setattr(_threads, "thread_count", lambda: 2)
+    monkeypatch.setattr(_threads, "_busy_elsewhere", lambda: 0)
+    out = []
+
+    def job():
+        out.append(_threads.map_parts(
+            lambda i: sum(_threads.map_parts(lambda j: i * j, [1, 2, 3])), [0, 1, 2, 3]))
+
+    runner = threading.Thread(target=job, daemon=True)
+    runner.start()
+    runner.join(30)
+    assert out == [[0, 6, 12, 18]]
+    calls = []
+    blocks = _threads.map_blocks(lambda lo, hi: calls.append(hi - lo) or hi - lo, 10_000, 512)
+    assert sum(blocks) == 10_000 and len(blocks) == len(calls) > 1
+    assert _threads.map_blocks(lambda lo, hi: (lo, hi), 100, 512) == [(0, 100)]

@@ -43,7 +43,7 @@ from scipy.linalg import solve_triangular
 
 from .. import datasets
 from ..learn import dp_rsgd, private_frechet_mean, private_pca
-from ..learn.pca import pca_gradients
+from ..learn.pca import pca_euclidean_gradients
 from ..manifolds import SPD, Sphere
 from ..manifolds._threads import map_parts
 from ..mechanisms import NotNormalisableError, RiemannianLaplace
@@ -72,11 +72,18 @@ def haar_columns(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def pca_data(n: int, rng: np.random.Generator) -> np.ndarray:
-    """The paper's records Z = U Sigma V (n, 50), rows z_i; A = Z^T Z / n has top eigenvalue 1/n."""
+    """The paper's records Z = U Sigma V (n, 50), rows z_i; A = Z^T Z / n has top eigenvalue 1/n.
+
+    U = G L^-T as in ``haar_columns`` (same draws, same order), formed as one product
+    Z = G (L^-T Sigma V) with a 50 x 50 right factor: the same matrix, without U's two passes
+    over n x 50 entries."""
     d1 = PCA_DIM
     head = [1.0] + [1.0 - k * EIGENGAP for k in (1.1, 1.2, 1.3, 1.4)]
     sigma = np.concatenate([head, np.abs(rng.standard_normal(d1 - 5)) / d1])
-    return (haar_columns(n, d1, rng) * sigma) @ haar_columns(d1, d1, rng)
+    g = rng.standard_normal((n, d1))
+    lower = np.linalg.cholesky(g.T @ g)
+    right = solve_triangular(lower, sigma[:, None] * haar_columns(d1, d1, rng), lower=True, trans="T")
+    return g @ right
 
 
 def paper_steps(n: int, l0: float) -> int:
@@ -117,8 +124,9 @@ def pca_replicate(n: int, seed: int, size_index: int, rep: int) -> dict:
     for name, scale, steps in (("paper", 1.0, paper_steps(n, l0)), ("rescaled", n, RESCALED_STEPS)):
         records = z if scale == 1.0 else z * math.sqrt(scale)
         a = records.T @ records / n
-        sound = dp_rsgd(sphere, pca_gradients, records, EPSILON, DELTA, steps, lr=PCA_STEP,
-                        init=init, clip=scale * l0, rng=rng, progress=False)
+        sound = dp_rsgd(sphere, pca_euclidean_gradients, records, EPSILON, DELTA, steps,
+                        euclidean_grad=True, lr=PCA_STEP, init=init, clip=scale * l0, rng=rng,
+                        progress=False)
         out[name] = {"a": a, "l0": scale * l0, "steps": steps, "sound": sound.value}
     return out
 
@@ -218,7 +226,7 @@ def spd_panel(sizes, reps: int, seed: int) -> list[dict]:
         sigma = math.sqrt(n * math.log(1 / DELTA)) * SPD_DIAMETER / (n * EPSILON)
         risks = {"DP-RGD (paper)": excess_risk(spd_paper_rgd(m, x, sigma,
                                                              np.random.default_rng([seed, 4, k])))}
-        released = [spd_release(m, x[r], opt[r], rngs[r]) for r in range(reps)]
+        released = map_parts(lambda r: spd_release(m, x[r], opt[r], rngs[r]), list(range(reps)))
         for method in released[0]:
             got = [rel[method] for rel in released]
             risks[method] = (np.full(reps, np.nan) if any(w is None for w in got)

@@ -27,7 +27,19 @@ from .release import LargeDeltaWarning, Release, delta_caveat
 def pca_gradients(w: Array, z: Array) -> Array:
     """Riemannian gradients -2 c_i (z_i - c_i w) of f_i(w) = -(w^T z_i)^2 on the unit sphere."""
     c = z @ w
-    return -2.0 * c[:, None] * (z - c[:, None] * w)
+    g = c[:, None] * w
+    np.subtract(z, g, out=g)  # z - c w and then -2 c (z - c w), in one temporary
+    g *= -2.0 * c[:, None]
+    return g
+
+
+def pca_euclidean_gradients(w: Array, z: Array) -> Array:
+    """Euclidean gradients -2 c_i z_i, c_i = w^T z_i, of f_i(w) = -(w^T z_i)^2: ``dp_rsgd``'s
+    projection onto T_w (``euclidean_grad=True``) makes them ``pca_gradients``, without a
+    projection of its own first (issue 31: a fifth less time per step at n = 50,000)."""
+    c = z @ w
+    c *= -2.0
+    return z * c[:, None]
 
 
 def pca_loss(w: Array, z: Array) -> float:
@@ -140,7 +152,8 @@ def private_pca(manifold: Manifold, data: Array, epsilon: float, delta: float, n
     rng = as_generator(rng)
     if init is None:
         init = manifold.project(rng.standard_normal(z.shape[1]))
-    rel = dp_rsgd(manifold, pca_gradients, z, epsilon, delta, steps, batch_size=batch_size,
+    rel = dp_rsgd(manifold, pca_euclidean_gradients, z, epsilon, delta, steps,
+                  euclidean_grad=True, batch_size=batch_size,
                   lr=1.0 / (2.0 * bound**2) if lr is None else lr, init=init, output=output,
                   rng=rng, lipschitz=bound**2, loss=pca_loss, ledger=ledger, progress=progress,
                   label="private PCA", secure=secure, sample_rate=sample_rate)

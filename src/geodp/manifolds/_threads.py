@@ -12,7 +12,8 @@ competitors, 58 ms against 87; idle, 33 ms). While the pool works, BLAS is held 
 (threadpoolctl), so its own threads never multiply ours; outside it, BLAS keeps to the CPUs
 other runnable tasks (Linux ``/proc/loadavg``) leave, since OpenBLAS threads spin after a call.
 1 thread keeps the blocking but runs it in the calling thread. Calls made from inside a worker
-run whole and serially, so nested batched calls never wait on their own pool.
+run serially (whole, or ``map_parts`` / ``map_blocks`` block by block), so nested batched calls
+never wait on their own pool.
 """
 
 from __future__ import annotations
@@ -153,6 +154,9 @@ def _run_blocks(task: Callable[[int, int], object], size: int, row_bytes: int) -
     release is reproducible to the last bit."""
     rows = -(-size // block_count(size, BLOCK_BYTES // max(row_bytes, 1)))
     bounds = list(range(0, size, rows)) + [size]
+    if getattr(_state, "inside", False):  # nested in a worker (BLAS already held to one thread):
+        # the pool's threads may all be busy with the enclosing call, so wait on none of them
+        return [task(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
     threads, blas = _budget()
     workers = min(threads, len(bounds) - 1)
     if workers < 2:
@@ -204,6 +208,16 @@ def map_parts(fn: Callable[[int], object], indices: list[int]) -> list:
     if len(indices) == 1:
         return [fn(indices[0])]
     return _run_blocks(lambda lo, hi: fn(indices[lo]), len(indices), BLOCK_BYTES)
+
+
+def map_blocks(task: Callable[[int, int], object], size: int, row_bytes: int) -> list:
+    """task(lo, hi) over the cache-sized blocks of range(size) that ``_run_blocks`` cuts, results
+    in block order, or [task(0, size)] for less than two blocks' worth (``BLOCK_BYTES``). Inside
+    a worker or ``serial`` the same blocks run one after the other in the calling thread, so a
+    sum over the results adds in the same order wherever it runs."""
+    if size * row_bytes < 2 * BLOCK_BYTES:
+        return [task(0, size)]
+    return _run_blocks(task, size, row_bytes)
 
 
 def _is_large(count: int, min_batch: int, row_bytes: int = 0) -> bool:

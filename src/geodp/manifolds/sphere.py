@@ -160,7 +160,8 @@ class Sphere(Manifold):
 
     def to_tangent(self, p: Array, x: Array) -> Array:
         p = np.asarray(p, dtype=float)
-        return x - (rowdot(p, x) / self.radius**2)[..., None] * p
+        normal = (rowdot(p, x) / self.radius**2)[..., None] * p
+        return np.subtract(x, normal, out=normal)  # x - normal, without a second temporary
 
     def egrad_to_rgrad(self, p: Array, g: Array) -> Array:
         return self.to_tangent(p, g)

@@ -130,6 +130,7 @@ def certified_mean(manifold: Manifold, points, center: Array, radius: float) -> 
     if float(gnorm) <= 0.5 * tau:
         return CertifiedMean(mean, tau, lam, fit.iterations, 0)
     steps, eta = descent_steps(manifold, radius, tau)
-    for _ in range(steps):
-        mean = into_ball(manifold, manifold.exp(mean, eta * gradient(mean)), center, radius)
+    for _ in range(steps):  # re-projected onto the manifold, so rounding does not drift off it
+        step = manifold.exp(mean, eta * manifold.to_tangent(mean, gradient(mean)))
+        mean = into_ball(manifold, manifold.project(step), center, radius)
     return CertifiedMean(mean, tau, lam, fit.iterations, steps)

@@ -19,7 +19,8 @@ from ..privacy.conversions import check_number, check_positive
 from ..mechanisms.kng import KNormGradient, convex_proposal, sample_convex
 from ..mechanisms.laplace import SamplerInfo
 from ..mechanisms.mcmc import exact_alternatives
-from ..statistics import curvature_factor, frechet_mean, frechet_mean_sensitivity
+from ..statistics import curvature_factor, frechet_mean_sensitivity
+from ..statistics.certified import CertifiedMean, certified_mean, mean_tolerance
 from ..statistics.sensitivity import kng_mean_sensitivity
 from .data_ball import enforce_ball
 from .dp_rgd import dp_rsgd
@@ -96,12 +97,14 @@ def _footpoint_mechanism(manifold, n, center, radius, epsilon_fp,
                          allow_approximate) -> tuple[RiemannianLaplace, int]:
     """The Riemannian Laplace that releases the mean of a random 5% subsample (m points).
 
-    Its mean has the Theorem 2 sensitivity for m = ceil(0.05 n) points; the Laplace must be
-    normalisable at scale Delta_m / epsilon_fp, otherwise this raises (a public footpoint is then
-    the only sound choice). Approximate draws, if allowed, start in the data ball.
+    Its computed mean has the Theorem 2 sensitivity for m = ceil(0.05 n) points plus
+    2 tau / lambda (``computed_mean_slack``); the Laplace must be normalisable at scale
+    Delta_m / epsilon_fp, otherwise this raises (a public footpoint is then the only sound
+    choice). Approximate draws, if allowed, start in the data ball.
     """
     m = max(1, math.ceil(SUBSAMPLE_FRACTION * n))
-    delta_sub = frechet_mean_sensitivity(manifold, radius, m)
+    delta_sub = frechet_mean_sensitivity(manifold, radius, m) + computed_mean_slack(
+        manifold, center, radius)[1]
     try:
         return RiemannianLaplace(manifold, delta_sub / epsilon_fp, allow_approximate=allow_approximate,
                                  chain_ball=(center, radius)), m
@@ -114,7 +117,8 @@ def _footpoint_mechanism(manifold, n, center, radius, epsilon_fp,
             "footpoint_budget") from None
 
 
-def _private_footpoint(mech: RiemannianLaplace, m: int, x, center, rng) -> tuple[Array, dict]:
+def _private_footpoint(mech: RiemannianLaplace, m: int, x, center, radius: float,
+                       rng) -> tuple[Array, dict]:
     """Draw the subsample (indices from ``rng`` alone), take its mean, release it with ``mech``.
     On a chunked sample the subsample is taken chunk by chunk, lazily."""
     if isinstance(x, ChunkedSample):
@@ -122,8 +126,7 @@ def _private_footpoint(mech: RiemannianLaplace, m: int, x, center, rng) -> tuple
         subsample = ChunkedSample(mech.manifold, x.points[idx], validate=False)
     else:
         subsample = x[rng.choice(len(x), size=m, replace=False)]
-    sub_mean = frechet_mean(mech.manifold, subsample, init=center, tol=1e-12, max_iter=10_000,
-                            on_spread="ignore").mean
+    sub_mean = certified_mean(mech.manifold, subsample, center, radius).mean
     value = mech.sample(sub_mean, rng=rng)
     return value, {"subsample_size": m, "scale": mech.scale, "sampler": mech.last_info.as_dict()}
 
@@ -132,7 +135,9 @@ def _private_footpoint(mech: RiemannianLaplace, m: int, x, center, rng) -> tuple
 class _Request:
     """A validated release: the registered mechanism, the records (inside the public ball), the
     ball, the target guarantee, Theorem 2's sensitivity, and where the budget and noise come
-    from. ``clipped`` is a diagnostic (how many records ``clip_data`` moved)."""
+    from. ``sensitivity`` is that of the computed mean: Theorem 2's Delta plus ``slack``
+    = 2 tau / lambda for the public gradient tolerance ``tolerance`` (``computed_mean_slack``).
+    ``clipped`` is a diagnostic (how many records ``clip_data`` moved)."""
 
     spec: Mechanism
     manifold: Manifold
@@ -142,6 +147,8 @@ class _Request:
     radius: float
     target: Guarantee
     sensitivity: float
+    tolerance: float
+    slack: float
     ledger: BudgetLedger | None
     rng: np.random.Generator
     clipped: dict | int
@@ -240,14 +247,18 @@ def _records(manifold: Manifold, points) -> tuple[Array | ChunkedSample, int]:
     return x, len(x)
 
 
-def _exact_mean(req: _Request):
-    """The sample's Fréchet mean to full precision (the sensitivity bounds need the minimiser)."""
-    fit = frechet_mean(req.manifold, req.x, init=req.center, tol=1e-12, max_iter=10_000,
-                       on_spread="ignore")
-    if not fit.converged:
-        raise RuntimeError("the Fréchet mean did not converge; the sensitivity bound needs the "
-                           "exact minimiser")
-    return fit
+def _exact_mean(req: _Request) -> CertifiedMean:
+    """The sample's Fréchet mean within the public tau / lambda of the exact minimiser
+    (``certified_mean``; it never refuses, whatever the data)."""
+    return certified_mean(req.manifold, req.x, req.center, req.radius)
+
+
+def computed_mean_slack(manifold: Manifold, center: Array, radius: float) -> tuple[float, float]:
+    """(tau, 2 tau / lambda): the public gradient tolerance of ``certified_mean`` and what it adds
+    to the sensitivity of the computed mean (each computed mean lies within tau / lambda of the
+    exact one, lambda = ``curvature_factor``)."""
+    tau = mean_tolerance(manifold, center, radius)
+    return tau, 2.0 * tau / curvature_factor(radius, manifold.curvature_bounds[1])
 
 
 def _dp_rgd_mean(req: _Request, opts: _Options) -> Release:
@@ -320,7 +331,7 @@ def _kng_mean(req: _Request, opts: _Options) -> Release:
                    scale=mech.scale, mechanism=req.spec.title, exact_sampler=info.exact,
                    parameters={"n": req.n, "radius": radius, "strong_convexity": lam},
                    diagnostics={"clipped": req.clipped, "frechet_iterations": fit.iterations,
-                                "sampler": info.as_dict()},
+                                "descent_steps": fit.descent_steps, "sampler": info.as_dict()},
                    theorem=req.spec.theorem, equivalent=equivalents(req.target))
 
 
@@ -340,11 +351,13 @@ def _output_law(req: _Request, opts: _Options):
         with exact_alternatives("a public footpoint (the default: the center)",
                                 "a larger footpoint_budget"):
             fp_mech.check_exact(req.rng)
-    tangent = req.sensitivity if opts.tangent_sensitivity is None else opts.tangent_sensitivity
+    tangent = (req.sensitivity if opts.tangent_sensitivity is None
+               else opts.tangent_sensitivity + req.slack)
     scale = spec.calibrate(main, tangent, restrict=opts.restrict)
     noise = noise_caveat(scale, req.radius, diameter_bound(manifold))
     req.caveats.extend([noise] if noise else [])
-    params = {"n": req.n, "radius": req.radius, "restricted_to_ball": opts.restrict}
+    params = {"n": req.n, "radius": req.radius, "restricted_to_ball": opts.restrict,
+              "mean_tolerance": req.tolerance, "sensitivity": req.sensitivity}
     if spec.takes_footpoint:
         params.update(tangent_sensitivity=tangent, main_guarantee=main.describe())
     if fp_mech is not None:
@@ -365,12 +378,14 @@ def _output_mean(req: _Request, opts: _Options) -> Release:
     spec = req.spec
     fit = _exact_mean(req)
     law, scale, private_fp, params = _output_law(req, opts)
-    diagnostics = {"clipped": req.clipped, "frechet_iterations": fit.iterations}
+    diagnostics = {"clipped": req.clipped, "frechet_iterations": fit.iterations,
+                   "descent_steps": fit.descent_steps}
     exact = True
     with reserved(req.ledger, req.target, req.label()):
         if private_fp is not None:
             fp_mech, fp_size, eps_fp = private_fp
-            footpoint, fp_info = _private_footpoint(fp_mech, fp_size, req.x, req.center, req.rng)
+            footpoint, fp_info = _private_footpoint(fp_mech, fp_size, req.x, req.center,
+                                                     req.radius, req.rng)
             diagnostics["private_footpoint_sampler"] = fp_info.pop("sampler")
             exact = diagnostics["private_footpoint_sampler"]["exact"]
             params.update(private_footpoint={"epsilon": eps_fp, **fp_info},
@@ -520,7 +535,9 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
         raise ValueError(f"tangent_sensitivity must lie in (0, Delta = {sensitivity:.6g}]: Log_p0 "
                          f"is a contraction, so Delta always bounds it; got {tangent_sensitivity}")
     x, clipped = enforce_ball(manifold, x, center, radius, clip_data)
-    req = _Request(spec, manifold, x, size, center, float(radius), target, sensitivity, ledger,
+    tolerance, slack = computed_mean_slack(manifold, center, float(radius))
+    req = _Request(spec, manifold, x, size, center, float(radius), target, sensitivity + slack,
+                   tolerance, slack, ledger,
                    as_generator(rng), {"records_clipped": clipped, "fraction": clipped / n}
                    if clipped else clipped, allow_approximate, [])
     large_delta = delta_caveat(getattr(target, "delta", None), size)

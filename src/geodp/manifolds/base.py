@@ -330,6 +330,16 @@ class Manifold(ABC):
         grad = np.sum(w.reshape(w.shape + (1,) * nd) * logs, axis=-nd - 1)
         return grad, 0.5 * np.sum(w * self.inner(p, logs, logs), axis=-1)
 
+    def gradient_rounding(self, center: Array, radius: float) -> float:
+        """A public bound, up to a modest constant, on the double-precision rounding error of the
+        computed sum_i w_i Log_p(x_i) (in the norm at p) for p and every x_i in the ball
+        B_radius(center): machine epsilon times the dimension, the size of the ball's ambient
+        coordinates and 1 + radius. ``statistics.mean_tolerance`` sets the Fréchet mean's
+        stopping tolerance from it. Manifolds whose coordinates or conditioning grow across the
+        ball (SPD, the hyperboloid) override it."""
+        size = float(np.max(np.abs(self.to_ambient(center)), initial=0.0))
+        return float(np.finfo(float).eps * self.dim * (1.0 + radius) * (1.0 + size + radius))
+
     def karcher_start(self, x: Array, weights: Array) -> Array:
         """Starting point of the Karcher iteration for the data x ``(..., n, *point_shape)``: the first
         data point here; manifolds with a cheap extrinsic mean override it (fewer iterations)."""

@@ -73,6 +73,14 @@ class Hyperbolic(Manifold):
         e[0] = self.radius
         return e
 
+    def gradient_rounding(self, center: Array, radius: float) -> float:
+        """eps d R cosh(D)^2 (1 + r / R), D = (rho(origin, center) + r) / R: the ball's points
+        have coordinates up to R cosh(D), the Minkowski products of the logarithm are of size
+        R^2 cosh(D)^2 and cancel to the tangent vector's size."""
+        reach = (float(self.dist(self.origin(), center)) + radius) / self.radius
+        return float(np.finfo(float).eps * self.dim * self.radius * np.cosh(reach)**2
+                     * (1.0 + radius / self.radius))
+
     def radial_volume(self) -> tuple[str, float, float]:
         return "hyperbolic", float(np.sqrt(-self.curvature)), np.inf
 

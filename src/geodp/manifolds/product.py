@@ -126,6 +126,12 @@ class Product(Manifold):
         return np.max([self.tolerance / f.tolerance * f._tangent_defect(pi, vi)
                        for f, pi, vi in zip(self.factors, self.split(p), self.split(v))], axis=0)
 
+    def gradient_rounding(self, center: Array, radius: float) -> float:
+        """sqrt(sum_i rounding_i^2) over the factors, each on the ball of the same radius around
+        its part of the center (the product ball lies in the product of those balls)."""
+        return float(np.sqrt(sum(f.gradient_rounding(c, radius)**2
+                                 for f, c in zip(self.factors, self.split(center)))))
+
     # ----------------------------------------------------------------- optional capabilities
     def log(self, p: Array, q: Array) -> Array:
         self._require("log")

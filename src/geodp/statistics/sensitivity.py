@@ -27,6 +27,25 @@ def curvature_factor(radius: float, k: float) -> float:
     return float(x / np.tan(x))
 
 
+def smoothness_factor(radius: float, k: float) -> float:
+    """H(r, k) = 2 r sqrt(-k) coth(2 r sqrt(-k)) for k < 0, and 1 for k >= 0: the largest
+    eigenvalue of the Hessian of rho(., x)^2 / 2 at distance <= 2r from x under sectional
+    curvature >= k (Hessian comparison), so the smoothness of the Fréchet function on a ball of
+    radius r; also the factor zeta of Zhang & Sra's (2016, Lemma 5) law of cosines for triangles
+    with a side <= 2r.
+
+    Examples
+    --------
+    >>> from geodp.statistics.sensitivity import smoothness_factor
+    >>> smoothness_factor(1.0, 0.0), round(smoothness_factor(0.5, -1.0), 6)   # 1, coth(1)
+    (1.0, 1.313035)
+    """
+    if k >= 0:
+        return 1.0
+    x = 2.0 * radius * np.sqrt(-k)
+    return float(x / np.tanh(x))
+
+
 def check_assumption_1(manifold: Manifold, radius: float) -> None:
     """Raise unless 0 < radius < r* = min(inj M, pi/(2 sqrt(k)))/2 (Assumption 1).
 

@@ -523,12 +523,14 @@ class Manifold(ABC):
 
     def random_ball(self, center: Array, radius: float,
                     size: int | tuple[int, ...] | None = None,
-                    rng: np.random.Generator | None = None) -> Array:
+                    rng: np.random.Generator | None = None, *, give_up: bool = True) -> Array:
         """Points uniform (for the Riemannian volume) in the geodesic ball B_radius(center).
 
         Geodesic polar coordinates: a uniform direction u and a radius t are accepted with
         probability ``volume_density(center, t u) / max_volume_density(radius)``, with t drawn
-        from the Euclidean law t^(dim-1) on [0, radius].
+        from the Euclidean law t^(dim-1) on [0, radius]. After 10^6 proposals keeping fewer than
+        ``BALL_MIN_RATE`` of them it raises a RuntimeError, unless ``give_up=False`` (a caller
+        whose batch sizes depend on data, which must not turn them into a refusal).
         """
         if not (0.0 < radius <= self.injectivity_radius):
             raise ValueError(
@@ -545,7 +547,7 @@ class Manifold(ABC):
         out = np.empty((total,) + self.point_shape)
         filled, proposed = 0, 0
         while filled < total:
-            if proposed >= 10**6 and filled < BALL_MIN_RATE * proposed:
+            if give_up and proposed >= 10**6 and filled < BALL_MIN_RATE * proposed:
                 raise RuntimeError(
                     f"uniform sampling of a ball of radius {radius:g} on {self!r} accepts fewer "
                     f"than {BALL_MIN_RATE:g} of its proposals (the volume density grows too "

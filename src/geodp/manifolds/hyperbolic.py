@@ -195,15 +195,13 @@ class Hyperbolic(Manifold):
         x = super().check_point(x)
         far = x[..., 0] > FAR_COORDINATE * self.radius
         if np.any(far):
-            top = float(np.max(x[..., 0])) / self.radius
             eps = np.finfo(float).eps
             warnings.warn(
-                f"{int(np.sum(far))} point(s) lie beyond distance "
-                f"{self.radius * np.arccosh(FAR_COORDINATE):.3g} from the origin (largest "
-                f"x_0/R = {top:.3g}, distance {self.radius * np.arccosh(top):.3g}): in double "
-                f"precision the hyperboloid holds them only to {eps * top**2:.1g} relative, and "
-                f"distances near them to about {eps * top:.1g}",
-                HyperboloidPrecisionWarning, stacklevel=2)
+                f"some points lie beyond distance {self.radius * np.arccosh(FAR_COORDINATE):.3g} "
+                f"from the origin, where double precision holds the hyperboloid only to "
+                f"{eps * FAR_COORDINATE**2:.1g} relative or worse, and distances near such a "
+                f"point to about eps x_0 / R (neither how many nor how far is quoted: they may "
+                f"be records)", HyperboloidPrecisionWarning, stacklevel=2)
         return x
 
     def _point_defect(self, x: Array) -> Array:

@@ -189,7 +189,7 @@ class RiemannianLaplace:
         if which == "A":
             x, _, _ = self._exact_unrestricted(footpoint, n, rng, drop_unrepresentable=True)
             return x[m.dist(center, x) <= radius]
-        x = m.random_ball(center, radius, n, rng)
+        x = m.random_ball(center, radius, n, rng, give_up=False)  # usable: a public rate
         rho_min = max(0.0, float(m.dist(footpoint, center)) - radius)
         keep = np.log(rng.random(n)) <= -(m.dist(footpoint, x) - rho_min) / self.scale
         return x[keep]

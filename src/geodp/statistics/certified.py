@@ -19,6 +19,7 @@ import numpy as np
 
 from ..chunked import as_sample
 from ..manifolds.base import Array, Manifold
+from ..progress import showing
 from .frechet import ConvergenceWarning, frechet_mean
 from .sensitivity import curvature_factor, smoothness_factor
 
@@ -121,7 +122,7 @@ def certified_mean(manifold: Manifold, points, center: Array, radius: float) -> 
     def gradient(at: Array) -> Array:
         return data.total(lambda xs, ws: manifold.mean_log_and_value(at, xs, ws))[0]
 
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), showing(False):  # its bar would show |grad F| on chunks
         warnings.simplefilter("ignore", ConvergenceWarning)
         fit = frechet_mean(manifold, data, init=center, tol=0.5 * tau, max_iter=FAST_PASSES,
                            on_spread="ignore")

@@ -1,6 +1,7 @@
 """Throughput of exp/log/dist and Fréchet-mean time, geodp versus geomstats 2.8.0 and pyRiemann.
 
 Run: python benchmarks/bench_geometry.py [--scale 1.0] [--no-geomstats] [--contended] [--sweep]
+     [--floor [--case SPD(8) connectomes ...] [--kernel log "dist(X, Y)" ...] [--rounds 5]]
 Each row prints points per second for geodp and the peer measured in the same run, their ratio,
 and the largest difference between the two results (the targets: >= 5x geomstats, >= 2x pyRiemann
 on SPD, results equal to 1e-8).
@@ -183,6 +184,7 @@ def sweep_rows():
 FLOOR_N = (2, 3, 4, 5, 6, 8, 12, 16, 24, 28, 32)
 FLOOR_DATASETS = ("digits-covariance", "emg-covariance", "connectomes")
 FLOOR_MIN_BATCH = 2000  # the two-thread target applies from here on
+FLOOR_KERNELS = ("exp", "log", "dist", "dist(X, Y)", "transport", "mean pass")
 FREE_CORES = 1.7  # rounds whose floor gains this much on two threads had both cores to themselves
 
 
@@ -192,20 +194,31 @@ def floor_batch(n, scale):
     return max(100, int(scale * min(max(FLOOR_MIN_BATCH, int(2e6 / (n * n * max(1.0, n / 4)))), 50_000)))
 
 
-def floor_cases(scale):
+def _selected(label, wanted):
+    """Whether a case is among the ``wanted`` names (all cases if None): 'SPD(8)', or a data
+    set's name."""
+    return not wanted or label.lower() in {w.lower() for w in wanted}
+
+
+def floor_cases(scale, wanted=None):
     """(label, manifold, base point, batch X, batch Y): synthetic SPD(n) batches of spread 1 from
-    a base point of spread 0.5, and the real SPD data sets (X the records, Y the same records in
-    another order, the base point the first record)."""
+    a base point of spread 0.5 (drawn from a generator seeded by n, so that a subset of the rows
+    times the same inputs as the full run), and the real SPD data sets (X the records, Y the same
+    records in another order, the base point the first record); only the ``wanted`` cases
+    (``_selected``), if given."""
     from geodp import datasets
 
-    rng = np.random.default_rng(3)
     cases = []
     for n in FLOOR_N:
-        m = SPD(n)
+        if not _selected(f"SPD({n})", wanted):
+            continue
+        m, rng = SPD(n), np.random.default_rng([3, n])
         count = floor_batch(n, scale)
         cases.append((f"SPD({n})", m, spd_batch(m, 1, 0.5, rng)[0], spd_batch(m, count, 1.0, rng),
                       spd_batch(m, count, 1.0, rng)))
     for name in FLOOR_DATASETS:
+        if not _selected(name, wanted):
+            continue
         ds = datasets.load(name)
         x = np.asarray(ds.points, dtype=float)
         cases.append((f"{name} {ds.manifold!r}", ds.manifold, x[0], x, np.roll(x, 1, axis=0)))
@@ -308,8 +321,9 @@ def floor_row(label, count, kernel, calls, rounds, inner, pool):
     return row
 
 
-def floor_rows(scale, rounds=5, inner=3):
-    """The SPD kernels against the LAPACK floor, their own single-threaded time and pyRiemann."""
+def floor_rows(scale, rounds=5, inner=3, cases=None, kernels=None):
+    """The SPD kernels against the LAPACK floor, their own single-threaded time and pyRiemann
+    (the ``cases`` and ``kernels`` of ``floor_main`` only, if given)."""
     try:
         exp_map, log_map, distance, _, transport = _pyriemann_ops()
         peers = (exp_map, log_map, distance, transport)
@@ -319,9 +333,11 @@ def floor_rows(scale, rounds=5, inner=3):
 
     rows = []
     with ThreadPoolExecutor(2) as pool:
-        for label, m, c, x, y in floor_cases(scale):
+        for label, m, c, x, y in floor_cases(scale, cases):
             calls = floor_kernels(m, c, x, y, peers)
             for kernel, (mine, floor, peer) in calls.items():
+                if kernels and kernel not in kernels:
+                    continue
                 rows.append(floor_row(label, len(x), kernel, (mine, floor, peer if peers[0] else None),
                                       rounds, inner, pool))
                 print(".", end="", flush=True)
@@ -393,9 +409,13 @@ def main(argv=None):
     ap.add_argument("--floor", action="store_true",
                     help="only the SPD kernels against the LAPACK floor, two threads and pyRiemann")
     ap.add_argument("--rounds", type=int, default=5, help="repeats of each --floor row (>= 3)")
+    ap.add_argument("--case", nargs="+", metavar="NAME",
+                    help="--floor rows of these cases only ('SPD(8)', 'connectomes', ...)")
+    ap.add_argument("--kernel", nargs="+", choices=FLOOR_KERNELS,
+                    help="--floor rows of these kernels only")
     args = ap.parse_args(argv)
     if args.floor:
-        floor_main(args.scale, args.rounds)
+        floor_main(args.scale, args.rounds, args.case, args.kernel)
         return
     if args.sweep:
         rows = sweep_rows()
@@ -443,12 +463,14 @@ def main(argv=None):
     floor_main(args.scale, args.rounds)
 
 
-def floor_main(scale, rounds):
+def floor_main(scale, rounds, cases=None, kernels=None):
+    """The --floor table (``cases``: names for ``_selected``, ``kernels``: names of
+    ``FLOOR_KERNELS``; every row if None)."""
     import os
 
     print(f"SPD kernels against the LAPACK work they cannot avoid (load average "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs at the start)")
-    rows = floor_rows(scale, max(3, rounds))
+    rows = floor_rows(scale, max(3, rounds), inner=3, cases=cases, kernels=kernels)
     print(FLOOR_HEADER)
     print_table(rows, ["case", "kernel", "N", "floor us", "x floor", "scaling", "floor scaling",
                        "scaling, cores free", "vs pyR", "vs pyR 1t"])

@@ -459,9 +459,9 @@ def main(argv=None):
                     help="only the SPD kernels against the LAPACK floor, two threads and pyRiemann")
     ap.add_argument("--rounds", type=int, default=5, help="repeats of each --floor row (>= 3)")
     ap.add_argument("--case", nargs="+", metavar="NAME",
-                    help="--floor rows of these cases only ('SPD(8)', 'connectomes', ...)")
+                    help="rows of the floor table of these cases only ('SPD(8)', 'connectomes', ...)")
     ap.add_argument("--kernel", nargs="+", choices=FLOOR_KERNELS,
-                    help="--floor rows of these kernels only")
+                    help="rows of the floor table of these kernels only")
     args = ap.parse_args(argv)
     if args.floor:
         floor_main(args.scale, args.rounds, args.case, args.kernel)
@@ -509,7 +509,7 @@ def main(argv=None):
         rows = contended(args.scale)
         print_table(rows, list(rows[0]))
     print()
-    floor_main(args.scale, args.rounds)
+    floor_main(args.scale, args.rounds, args.case, args.kernel)
 
 
 def warm_allocator():

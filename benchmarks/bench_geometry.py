@@ -1,6 +1,7 @@
 """Throughput of exp/log/dist and Fréchet-mean time, geodp versus geomstats 2.8.0 and pyRiemann.
 
 Run: python benchmarks/bench_geometry.py [--scale 1.0] [--no-geomstats] [--contended] [--sweep]
+     [--floor [--case SPD(8) connectomes ...] [--kernel log "dist(X, Y)" ...] [--rounds 5]]
 Each row prints points per second for geodp and the peer measured in the same run, their ratio,
 and the largest difference between the two results (the targets: >= 5x geomstats, >= 2x pyRiemann
 on SPD, results equal to 1e-8).
@@ -183,6 +184,7 @@ def sweep_rows():
 FLOOR_N = (2, 3, 4, 5, 6, 8, 12, 16, 24, 28, 32)
 FLOOR_DATASETS = ("digits-covariance", "emg-covariance", "connectomes")
 FLOOR_MIN_BATCH = 2000  # the two-thread target applies from here on
+FLOOR_KERNELS = ("exp", "log", "dist", "dist(X, Y)", "transport", "mean pass")
 FREE_CORES = 1.7  # rounds whose floor gains this much on two threads had both cores to themselves
 
 
@@ -192,38 +194,82 @@ def floor_batch(n, scale):
     return max(100, int(scale * min(max(FLOOR_MIN_BATCH, int(2e6 / (n * n * max(1.0, n / 4)))), 50_000)))
 
 
-def floor_cases(scale):
+def _selected(label, wanted):
+    """Whether a case is among the ``wanted`` names (all cases if None): 'SPD(8)', or a data
+    set's name."""
+    return not wanted or label.lower() in {w.lower() for w in wanted}
+
+
+def floor_cases(scale, wanted=None):
     """(label, manifold, base point, batch X, batch Y): synthetic SPD(n) batches of spread 1 from
-    a base point of spread 0.5, and the real SPD data sets (X the records, Y the same records in
-    another order, the base point the first record)."""
+    a base point of spread 0.5 (drawn from a generator seeded by n, so that a subset of the rows
+    times the same inputs as the full run), and the real SPD data sets (X the records, Y the same
+    records in another order, the base point the first record); only the ``wanted`` cases
+    (``_selected``), if given."""
     from geodp import datasets
 
-    rng = np.random.default_rng(3)
     cases = []
     for n in FLOOR_N:
-        m = SPD(n)
+        if not _selected(f"SPD({n})", wanted):
+            continue
+        m, rng = SPD(n), np.random.default_rng([3, n])
         count = floor_batch(n, scale)
         cases.append((f"SPD({n})", m, spd_batch(m, 1, 0.5, rng)[0], spd_batch(m, count, 1.0, rng),
                       spd_batch(m, count, 1.0, rng)))
     for name in FLOOR_DATASETS:
+        if not _selected(name, wanted):
+            continue
         ds = datasets.load(name)
         x = np.asarray(ds.points, dtype=float)
         cases.append((f"{name} {ds.manifold!r}", ds.manifold, x[0], x, np.roll(x, 1, axis=0)))
     return cases
 
 
+def sygst_work(x, factors):
+    """A function returning the CPU seconds LAPACK's ``dsygst`` (the reduction of the pencil
+    (X_i, B_i) to L_i^-1 X_i L_i^-T, given B_i = L_i L_i^T) takes on the batch ``x``, one matrix
+    per call through SciPy's wrapper, less the same loop of calls on 1 x 1 matrices (the
+    wrapper's own cost, 0.2 us a call). ``factors``: the lower Cholesky factors, one per
+    matrix or one for all. NumPy has no batched ``dsygst``: this is the reduction step of
+    LAPACK's generalised eigensolver ``dsygv`` (potrf, sygst, syev), which the floor of the
+    distances leaves out."""
+    from scipy.linalg.lapack import dsygst
+
+    work = np.array(x, dtype=float)  # C-ordered, so that work[i].T is Fortran-ordered X_i^T = X_i
+    lt = np.ascontiguousarray(np.swapaxes(np.broadcast_to(factors, x.shape), -1, -2))
+    pairs = [(work[i].T, lt[i].T) for i in range(len(x))]
+    ones = np.ones((len(x), 1, 1))
+    trivial = [(ones[i], ones[i]) for i in range(len(x))]
+
+    def loop(args):
+        c0 = time.process_time()
+        for a, b in args:
+            dsygst(a, b, 1, 1, 1)  # itype 1, lower, overwrite a in place
+        return time.process_time() - c0
+
+    def timed():
+        np.copyto(work, x)
+        return max(loop(pairs) - loop(trivial), 0.0)
+
+    return timed
+
+
 def floor_kernels(m, c, x, y, peers):
     """kernel -> (geodp call, the LAPACK work it cannot avoid on a slice of the batch, pyRiemann's
-    call or None). The floors run on the whitened batch Z = L^-1 X L^-T (c = L L^T): eigh for exp, log, transport
-    and the Fréchet-mean pass (one gradient-and-Hessian pass over the records), eigvalsh for the
-    distance to one base point, and cholesky(Y) + eigvalsh of the reduced pencil
-    L_Y^-1 X L_Y^-T for the distance between two batches (the eigenvalue solver's time depends
-    on the spectrum: on digits-covariance, eigvalsh(X) takes 0.92x eigvalsh of the pencil)."""
+    call or None, and for the distances ``sygst_work``'s timer of the pencil's reduction, else
+    None). The floors run on the whitened batch Z = L^-1 X L^-T (c = L L^T): eigh for exp, log,
+    transport and the Fréchet-mean pass (one gradient-and-Hessian pass over the records),
+    eigvalsh for the distance to one base point, and cholesky(Y) + eigvalsh of the reduced
+    pencil L_Y^-1 X L_Y^-T for the distance between two batches (the eigenvalue solver's time
+    depends on the spectrum: on digits-covariance, eigvalsh(X) takes 0.92x eigvalsh of the
+    pencil)."""
     from geodp.chunked import as_sample
 
-    linv = np.linalg.inv(np.linalg.cholesky(c))
+    lc = np.linalg.cholesky(c)
+    linv = np.linalg.inv(lc)
     z = linv @ x @ linv.T
-    ly = np.linalg.inv(np.linalg.cholesky(y))
+    lyf = np.linalg.cholesky(y)
+    ly = np.linalg.inv(lyf)
     pencil = ly @ x @ np.swapaxes(ly, -1, -2)  # the reduced pencil (X, Y), as LAPACK's sygst makes it
     v = m.log(c, x)
     data = as_sample(m, x)
@@ -233,15 +279,16 @@ def floor_kernels(m, c, x, y, peers):
         return np.linalg.eigh(z[part])
 
     return {
-        "exp": (lambda: m.exp(c, v), eigh, lambda: exp_map(v, c, Cm12=True)),
-        "log": (lambda: m.log(c, x), eigh, lambda: log_map(x, c, C12=True)),
-        "dist": (lambda: m.dist(c, x), lambda part: np.linalg.eigvalsh(z[part]), lambda: distance(x, c)),
+        "exp": (lambda: m.exp(c, v), eigh, lambda: exp_map(v, c, Cm12=True), None),
+        "log": (lambda: m.log(c, x), eigh, lambda: log_map(x, c, C12=True), None),
+        "dist": (lambda: m.dist(c, x), lambda part: np.linalg.eigvalsh(z[part]), lambda: distance(x, c),
+                 sygst_work(x, lc)),
         "dist(X, Y)": (lambda: m.dist(x, y),
                        lambda part: (np.linalg.cholesky(y[part]), np.linalg.eigvalsh(pencil[part])),
-                       lambda: distance(x, y)),
-        "transport": (lambda: m.transport(c, x, v), eigh, lambda: transport(v, c, x)),
+                       lambda: distance(x, y), sygst_work(x, lyf)),
+        "transport": (lambda: m.transport(c, x, v), eigh, lambda: transport(v, c, x), None),
         "mean pass": (lambda: data.total(lambda xs, ws: m.mean_log_value_and_hessian(c, xs, ws)),
-                      eigh, None),
+                      eigh, None, None),
     }
 
 
@@ -280,10 +327,15 @@ def floor_row(label, count, kernel, calls, rounds, inner, pool):
     threads, geodp on 1 thread and on 2, pyRiemann; interleaved), the ratios geodp 1-thread CPU
     time / floor CPU time, geodp 1-thread wall / 2-thread wall (beside the same ratio of the
     floor: what two threads of plain NumPy gain on the machine at that moment), and pyRiemann
-    wall / geodp 2-thread wall (and / geodp 1-thread wall); medians and ranges."""
-    mine, floor, peer = calls
+    wall / geodp 2-thread wall (and / geodp 1-thread wall); with a ``reduction`` timer
+    (``sygst_work``), also geodp's CPU time / (floor + the reduction's), "x sygv"; medians and
+    ranges."""
+    from threadpoolctl import threadpool_limits
+
+    mine, floor, peer, reduction = calls
     halves = [slice(0, count // 2), slice(count // 2, None)]
-    ratios = {"x floor": [], "scaling": [], "floor scaling": [], "vs pyR": [], "vs pyR 1t": []}
+    ratios = {"x floor": [], "x sygv": [], "scaling": [], "floor scaling": [], "vs pyR": [],
+              "vs pyR 1t": []}
     floor_us = []
     for _ in range(rounds):
         fw1, f_cpu = _timed(lambda: floor(slice(None)), 1, inner)
@@ -292,6 +344,9 @@ def floor_row(label, count, kernel, calls, rounds, inner, pool):
         w2, _ = _timed(mine, 2, inner)
         floor_us.append(f_cpu / count * 1e6)
         ratios["x floor"].append(c1 / f_cpu)
+        if reduction is not None:
+            with threadpool_limits(1):
+                ratios["x sygv"].append(c1 / (f_cpu + reduction()))
         ratios["scaling"].append(w1 / w2)
         ratios["floor scaling"].append(fw1 / fw2)
         if peer is not None:
@@ -308,8 +363,9 @@ def floor_row(label, count, kernel, calls, rounds, inner, pool):
     return row
 
 
-def floor_rows(scale, rounds=5, inner=3):
-    """The SPD kernels against the LAPACK floor, their own single-threaded time and pyRiemann."""
+def floor_rows(scale, rounds=5, inner=3, cases=None, kernels=None):
+    """The SPD kernels against the LAPACK floor, their own single-threaded time and pyRiemann
+    (the ``cases`` and ``kernels`` of ``floor_main`` only, if given)."""
     try:
         exp_map, log_map, distance, _, transport = _pyriemann_ops()
         peers = (exp_map, log_map, distance, transport)
@@ -319,10 +375,13 @@ def floor_rows(scale, rounds=5, inner=3):
 
     rows = []
     with ThreadPoolExecutor(2) as pool:
-        for label, m, c, x, y in floor_cases(scale):
+        for label, m, c, x, y in floor_cases(scale, cases):
             calls = floor_kernels(m, c, x, y, peers)
-            for kernel, (mine, floor, peer) in calls.items():
-                rows.append(floor_row(label, len(x), kernel, (mine, floor, peer if peers[0] else None),
+            for kernel, (mine, floor, peer, reduction) in calls.items():
+                if kernels and kernel not in kernels:
+                    continue
+                rows.append(floor_row(label, len(x), kernel,
+                                      (mine, floor, peer if peers[0] else None, reduction),
                                       rounds, inner, pool))
                 print(".", end="", flush=True)
     print()
@@ -338,6 +397,8 @@ def floor_summary(rows):
         return f"{len(good)}/{len(sel)}" + (f" (not: {bad})" if bad else "")
 
     print("x floor <= 1.2 (1 thread):", count("x floor", lambda v: v <= 1.2))
+    print("  distances against LAPACK's whole route, floor + sygst (x sygv <= 1.2):",
+          count("x sygv", lambda v: v <= 1.2))
     print(f"2-thread scaling >= 1.7 (N >= {FLOOR_MIN_BATCH}):",
           count("scaling", lambda v: v >= 1.7, lambda r: r["N"] >= FLOOR_MIN_BATCH))
     print(f"  the same, in the rounds where both cores were free (the floor's scaling >= {FREE_CORES}):",
@@ -371,6 +432,10 @@ Per row, median [range] over the rounds, each call timed as the best of 3:
              cholesky(Y) + eigvalsh of the reduced pencil for dist(X, Y). For n = 2, 3 geodp uses closed forms and
              the floor is what LAPACK would do; the exponential (n >= 4) uses no eigh at all.
   x floor    geodp CPU time on 1 thread (GEODP_NUM_THREADS=1, BLAS 1) / floor CPU time
+  x sygv     (distances) the same / (floor + LAPACK's dsygst reducing each pencil, one call a
+             matrix less the wrapper's cost): LAPACK's whole route for the generalised
+             eigenvalues (dsygv: potrf, sygst, syev), of which the floor leaves out the
+             reduction, O(n^3) work that no method avoids
   scaling    geodp wall time on 1 thread / on 2 threads; floor scaling: the floor's wall time /
              its two halves' on two Python threads (what plain NumPy gains at that moment);
              scaling, cores free: geodp's scaling in the rounds where the floor's was >= 1.7
@@ -393,9 +458,13 @@ def main(argv=None):
     ap.add_argument("--floor", action="store_true",
                     help="only the SPD kernels against the LAPACK floor, two threads and pyRiemann")
     ap.add_argument("--rounds", type=int, default=5, help="repeats of each --floor row (>= 3)")
+    ap.add_argument("--case", nargs="+", metavar="NAME",
+                    help="rows of the floor table of these cases only ('SPD(8)', 'connectomes', ...)")
+    ap.add_argument("--kernel", nargs="+", choices=FLOOR_KERNELS,
+                    help="rows of the floor table of these kernels only")
     args = ap.parse_args(argv)
     if args.floor:
-        floor_main(args.scale, args.rounds)
+        floor_main(args.scale, args.rounds, args.case, args.kernel)
         return
     if args.sweep:
         rows = sweep_rows()
@@ -440,17 +509,31 @@ def main(argv=None):
         rows = contended(args.scale)
         print_table(rows, list(rows[0]))
     print()
-    floor_main(args.scale, args.rounds)
+    floor_main(args.scale, args.rounds, args.case, args.kernel)
 
 
-def floor_main(scale, rounds):
+def warm_allocator():
+    """Allocate and free 16 MB once. glibc's malloc serves blocks above a threshold (128 KB at
+    start) by mmap, and returns the top of its heap to the system beyond twice that; freeing a
+    large block raises both. Until then every batch-sized temporary of a few hundred KB costs a
+    page fault per 4 KB (the connectomes' two-batch distance: 300 faults, 10% of its time), far
+    more than in any process that has freed a large array before, as the full run has (its
+    synthetic batches): so a subset of the rows measures what the full run does."""
+    big = np.ones(2**21)
+    del big
+
+
+def floor_main(scale, rounds, cases=None, kernels=None):
+    """The --floor table (``cases``: names for ``_selected``, ``kernels``: names of
+    ``FLOOR_KERNELS``; every row if None)."""
     import os
 
     print(f"SPD kernels against the LAPACK work they cannot avoid (load average "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs at the start)")
-    rows = floor_rows(scale, max(3, rounds))
+    warm_allocator()
+    rows = floor_rows(scale, max(3, rounds), inner=3, cases=cases, kernels=kernels)
     print(FLOOR_HEADER)
-    print_table(rows, ["case", "kernel", "N", "floor us", "x floor", "scaling", "floor scaling",
+    print_table(rows, ["case", "kernel", "N", "floor us", "x floor", "x sygv", "scaling", "floor scaling",
                        "scaling, cores free", "vs pyR", "vs pyR 1t"])
     floor_summary(rows)
     print(f"load average {os.getloadavg()[0]:.1f} at the end")

@@ -86,8 +86,9 @@ def test_entrywise_buffers_may_be_reused():
 @settings(max_examples=60, deadline=None)
 def test_blocked_triangular_inverse_matches_lapack(seed, n, lower, log_cond):
     """Leaves of at most ``LEAF`` entry by entry and doubling levels, for every n (odd, powers
-    of two, and in between) and both triangles: the inverse of LAPACK's, to the accuracy the
-    condition allows, with the other triangle exactly zero."""
+    of two, in between, and the sizes padded for want of small leaves) and both triangles: the
+    inverse of LAPACK's, to the accuracy the condition allows, with the other triangle exactly
+    zero; with ``overwrite``, the same bits in the factor's place."""
     rng = np.random.default_rng(seed)
     a = np.stack([ill_conditioned(n, 10.0**log_cond, rng) + 1e-300 * np.eye(n) for _ in range(6)])
     t = np.linalg.cholesky(a)
@@ -97,6 +98,8 @@ def test_blocked_triangular_inverse_matches_lapack(seed, n, lower, log_cond):
     assert np.allclose(x, ref, rtol=0, atol=1e-13 * 10.0 ** (log_cond / 2) * np.abs(ref).max())
     other = np.triu(x, 1) if lower else np.tril(x, -1)
     assert not np.any(other)
+    in_place = tri.inverse_blocked(t, lower=lower, overwrite=True)
+    assert np.shares_memory(in_place, t) and np.array_equal(in_place, x)
 
 
 @given(seed=SEEDS, n=st.integers(2, 12), spread=st.floats(0.1, 3.0), size=st.integers(16, 80))

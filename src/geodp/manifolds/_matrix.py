@@ -44,9 +44,11 @@ def frob(a: Array, b: Array) -> Array:
 
 
 def sym(x: Array) -> Array:
-    """Symmetric part (x + x^T)/2."""
+    """Symmetric part (x + x^T)/2, halved in place (one batch-sized temporary, not two)."""
     x = np.asarray(x, dtype=float)
-    return 0.5 * (x + np.swapaxes(x, -1, -2))
+    out = x + np.swapaxes(x, -1, -2)
+    out *= 0.5
+    return out
 
 
 def _eigh_2x2(a: Array) -> tuple[Array, Array]:

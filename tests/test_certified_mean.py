@@ -215,3 +215,26 @@ def test_adversarial_audit_catches_a_missing_slack_and_a_halved_scale(mutation, 
     lower = adversarial_audit(monkeypatch, **options)
     print(f"\n{mutation}: claim {EPSILON}, lower bound {lower:.4f}")
     assert lower > EPSILON
+
+
+def test_chunked_mean_shows_no_progress_bar(monkeypatch):
+    """On chunked data the Fréchet mean's bar would show |grad F| pass by pass (a data statistic
+    on the command line's stderr): the certified mean runs with bars off, even when the caller
+    switched them on."""
+    da = pytest.importorskip("dask.array")
+    import geodp.statistics.frechet as frechet_stats
+    from geodp.manifolds import Euclidean
+    from geodp.progress import _SHOW, bar, showing
+
+    shown = []
+
+    def recording_bar(total, desc, show=None):
+        shown.append(_SHOW.get() if show is None else show)
+        return bar(total, desc, show)
+
+    monkeypatch.setattr(frechet_stats, "bar", recording_bar)
+    m = Euclidean(3)
+    x = np.random.default_rng(0).normal(size=(400, 3)) * 0.1
+    with showing(True):
+        certified.certified_mean(m, da.from_array(x, chunks=(100, 3)), np.zeros(3), 1.0)
+    assert shown and not any(shown)

@@ -178,3 +178,20 @@ def test_unrepresentable_proposals_are_rejected_not_raised():
     runs = {law: _outcomes(law, m, edge, (np.eye(2), 22.0), 0.4536, 30)
             for law in (RiemannianLaplace, WholeBatchRaises)}
     assert runs[RiemannianLaplace] == 30 and runs[WholeBatchRaises] < 15
+
+
+def test_uniform_proposals_of_the_restricted_law_never_give_up(monkeypatch):
+    """random_ball gives up after 10^6 proposals at a low rate; how many proposals proposal B
+    asks for depends on the footpoint, so inside the restricted sampler it must not give up
+    (whether B is usable at all is decided from its public rate). With the give-up threshold
+    raised so that any rejection counts, random_ball itself raises and B still draws."""
+    import geodp.manifolds.base as base
+    from geodp.manifolds import Sphere
+
+    monkeypatch.setattr(base, "BALL_MIN_RATE", 1.0)
+    m, north = Sphere(2), np.array([0.0, 0.0, 1.0])
+    with pytest.raises(RuntimeError, match="accepts fewer"):
+        m.random_ball(north, 1.0, 1_000_000, np.random.default_rng(0))
+    mech = RiemannianLaplace(m, 0.5, restrict_to=(north, 1.0))
+    kept = mech._restricted_proposals(north, 1_000_000, np.random.default_rng(0), "B")
+    assert 0 < len(kept) < 1_000_000

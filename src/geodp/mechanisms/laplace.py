@@ -231,17 +231,24 @@ class RiemannianLaplace:
         on the ball (``_uniform_ball_rate``)."""
         if self._usable is None:
             usable = []
-            if self._law is not None:
-                try:
-                    if isinstance(self._law, (SPDEigenLaw, TangentRejectionLaw)):
-                        self._law.choose(rng)
-                    usable.append("A")
-                except LowAcceptanceError:
-                    pass
+            try:
+                self._unrestricted_pilot(rng)
+                usable.append("A")
+            except LowAcceptanceError:
+                pass
             if self._uniform_ball_rate() >= BALL_MIN_RATE:
                 usable.append("B")
             self._usable = tuple(usable)
         return self._usable
+
+    def _unrestricted_pilot(self, rng) -> None:
+        """LowAcceptanceError unless the unrestricted law has an exact sampler that passes its
+        pilot: SPD's eigenvalue samplers and tangent rejection run theirs at the public origin
+        (the radial law always draws)."""
+        if self._law is None:
+            raise LowAcceptanceError(self._no_exact_law)
+        if isinstance(self._law, (SPDEigenLaw, TangentRejectionLaw)):
+            self._law.choose(rng)
 
     def _uniform_ball_rate(self) -> float:
         """The share of its proposals that ``random_ball`` keeps on the restriction ball (its own
@@ -293,10 +300,8 @@ class RiemannianLaplace:
             try:
                 if self.restrict_to is not None:
                     self._restricted_choice(self.restrict_to[0], rng)
-                elif self._law is None:
-                    raise LowAcceptanceError(self._no_exact_law)
-                elif isinstance(self._law, (SPDEigenLaw, TangentRejectionLaw)):
-                    self._law.choose(rng)
+                else:
+                    self._unrestricted_pilot(rng)
                 self._exact_plan, self._plan_reason = True, ""
             except LowAcceptanceError as exc:
                 self._exact_plan, self._plan_reason = False, str(exc)

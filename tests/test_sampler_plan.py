@@ -41,17 +41,26 @@ class PlannedAtFootpoint(RiemannianLaplace):
         return super().sample(footpoint, size, rng)
 
 
-def _flag_sampler(law: type[RiemannianLaplace], footpoint: np.ndarray):
-    """n releases at ``footpoint``, each by a fresh mechanism (its own plan), as 0/1 flags."""
-    def sample(n: int, rng: np.random.Generator) -> np.ndarray:
-        flags = np.empty(n)
-        for i in range(n):
-            mech = law(SPACE, SCALE, restrict_to=(CENTER, RADIUS), min_acceptance=THRESHOLD,
-                       mcmc_burn_in=20, allow_approximate=True)
+def _exact_flags(law: type[RiemannianLaplace], manifold, footpoint: np.ndarray, ball, scale: float,
+                 n: int, rng: np.random.Generator, **options) -> np.ndarray:
+    """n releases at ``footpoint``, each by a fresh mechanism (its own plan) with approximation
+    allowed, as 0/1 flags: 1 where it drew exactly, 0 where chains ran or it refused."""
+    flags = np.zeros(n)
+    for i in range(n):
+        mech = law(manifold, scale, restrict_to=ball, allow_approximate=True, mcmc_burn_in=20,
+                   **options)
+        try:
             mech.sample(footpoint, rng=rng)
-            flags[i] = mech.last_info.exact
-        return flags
-    return sample
+        except ValueError:
+            continue
+        flags[i] = mech.last_info.exact
+    return flags
+
+
+def _flag_sampler(law: type[RiemannianLaplace], footpoint: np.ndarray):
+    """The worst pair's flags at ``footpoint``, for ``audit_mechanism``."""
+    return lambda n, rng: _exact_flags(law, SPACE, footpoint, (CENTER, RADIUS), SCALE, n, rng,
+                                       min_acceptance=THRESHOLD)
 
 
 @pytest.mark.filterwarnings("ignore::geodp.mechanisms.ApproximateSamplerWarning")
@@ -134,18 +143,9 @@ class WholeBatchRaises(RiemannianLaplace):
 
 
 def _outcomes(law, manifold, footpoint, ball, scale, draws, **options):
-    """How often a fresh mechanism releases (and exactly) at ``footpoint``, over ``draws``."""
-    rng = np.random.default_rng(5)
-    exact = 0
-    for _ in range(draws):
-        mech = law(manifold, scale, restrict_to=ball, allow_approximate=True, mcmc_burn_in=20,
-                   **options)
-        try:
-            mech.sample(footpoint, rng=rng)
-        except ValueError:
-            continue
-        exact += mech.last_info.exact
-    return exact
+    """How often a fresh mechanism releases, and exactly, at ``footpoint``, over ``draws``."""
+    return int(_exact_flags(law, manifold, footpoint, ball, scale, draws,
+                            np.random.default_rng(5), **options).sum())
 
 
 @pytest.mark.filterwarnings("ignore::geodp.mechanisms.ApproximateSamplerWarning")

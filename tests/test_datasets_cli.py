@@ -89,12 +89,16 @@ def test_cli_release_regression_on_the_trilobites(capsys):
     from geodp.cli import main
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        refused = main(["release", "regression", "trilobites", "--epsilon", "1", "--tau", "0.5",
+                        "--v-max", "0.5", "--seed", "0"])
+        assert refused == 2 and "pass --allow-approximate" in capsys.readouterr().err
         code = main(["release", "regression", "trilobites", "--epsilon", "1", "--tau", "0.5",
-                     "--v-max", "0.5", "--seed", "0"])
+                     "--v-max", "0.5", "--seed", "0", "--allow-approximate"])
     assert code == 0
     out = json.loads(capsys.readouterr().out)
     assert out["guarantee"] == "1-DP (replace-one)" and set(out["value"]) == {"footpoint", "shooting_vector"}
     assert out["parameters"]["x_range"] == [-4.0, 2.0] and "diagnostics_not_private" not in out
+    assert out["exact_sampler"] is False
     assert main(["release", "regression", "cities", "--epsilon", "1", "--tau", "1", "--v-max", "1"]) == 2
     assert "no covariate" in capsys.readouterr().err
     assert main(["release", "regression", "trilobites", "--epsilon", "1", "--tau", "0.5",

@@ -11,6 +11,7 @@ from scipy import stats
 
 import geodp
 from geodp.manifolds import SPD, Euclidean, Hyperbolic, KendallShape, Sphere
+from geodp.mechanisms import ApproximateSamplerRefused
 from geodp.mechanisms.kng import BundleDomain, sample_bundle
 from geodp.privacy import BudgetLedger
 from geodp.statistics.regression import bundle_norm, regression_gradient
@@ -473,10 +474,12 @@ def test_private_regression_refuses_bad_inputs_without_charging(tmp_path):
         geodp.private_geodesic_regression(m, x, y, **call, max_steps=100)
     with pytest.raises(ValueError, match="outside x_range"):
         geodp.private_geodesic_regression(m, x + 0.5, y, **call)
+    with pytest.raises(ApproximateSamplerRefused, match="n \\* epsilon"):
+        geodp.private_geodesic_regression(m, x, y, **call)   # n epsilon = 50 > 46.05: public
     assert ledger.history() == []
-    rel = geodp.private_geodesic_regression(m, x + 0.5, y, **{**call, "clip_data": True}, rng=1,
-                                            burn_in=200)
-    assert rel.diagnostics["covariates_clipped"] == int(np.sum(x + 0.5 > 1))
+    rel = geodp.private_geodesic_regression(m, x + 0.5, y, **{**call, "clip_data": True,
+                                                              "epsilon": 0.9}, rng=1)
+    assert rel.diagnostics["covariates_clipped"] == int(np.sum(x + 0.5 > 1)) and rel.exact_sampler
 
 
 def test_running_on_keeps_the_last_half_of_all_steps(monkeypatch):
@@ -548,18 +551,20 @@ def test_convex_sampler_evaluates_gradients_lazily_with_the_eager_draws():
             assert evaluated < sum(rows) - 100, (evaluated, sum(rows), info.acceptance_rate)
 
 
-def test_regression_with_approximation_allowed_never_publishes_exactness():
-    """Whether the regression's chains run depends on the data (the uniform pilot's acceptance),
-    so with allow_approximate the published flag is False whatever ran; diagnostics say what
-    did (here the exact sampler, as without allow_approximate, where the flag is True)."""
+def test_regression_publishes_exactness_only_by_the_public_plan():
+    """Beyond the public plan (n epsilon > 46.05) whether the regression's chains run depends on
+    the data (the uniform pilot's acceptance), so with allow_approximate the published flag is
+    False whatever ran; diagnostics say what did (here the exact sampler). Within the plan the
+    draw is exact for every data set, and the flag says so with or without allow_approximate."""
     m = Sphere(2)
     x = np.random.default_rng(0).uniform(0, 1, 100)
     y = m.exp(np.array([0., 0, 1]), x[:, None] * np.array([0.5, 0, 0]))
     run = dict(tau=0.5, x_range=(0, 1), v_max=1.0, rng=0)
     allowed = geodp.private_geodesic_regression(m, x, y, 1.0, allow_approximate=True, **run)
-    default = geodp.private_geodesic_regression(m, x, y, 1.0, **run)
     assert allowed.diagnostics["sampler"]["exact"] and not allowed.exact_sampler
-    assert default.exact_sampler
+    for option in (False, True):
+        assert geodp.private_geodesic_regression(m, x, y, 0.4, allow_approximate=option,
+                                                 **run).exact_sampler
 
 
 def test_regression_refuses_a_center_without_radius_on_a_compact_space():

@@ -585,11 +585,11 @@ class PrivateGeodesicRegression(RegressorMixin, BaseEstimator):
     >>> m = Sphere(2)
     >>> x = np.random.default_rng(0).uniform(0.0, 1.0, 100)
     >>> y = m.exp(m.origin(), x[:, None] * np.array([0.5, 0.0, 0.0]))
-    >>> reg = PrivateGeodesicRegression(epsilon=1.0, tau=0.5, v_max=1.0, center=m.origin(), radius=0.5,
+    >>> reg = PrivateGeodesicRegression(epsilon=0.4, tau=0.5, v_max=1.0, center=m.origin(), radius=0.5,
     ...                                 random_state=0)
     >>> reg = reg.fit(x, y)
     >>> reg.predict(np.array([0.0, 1.0])).shape, reg.release_.guarantee.describe()
-    ((2, 3), '1-DP (replace-one)')
+    ((2, 3), '0.4-DP (replace-one)')
     """
 
     def __init__(self, manifold="sphere", epsilon=1.0, tau=1.0, x_range=(0.0, 1.0), v_max=1.0,

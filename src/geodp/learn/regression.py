@@ -9,7 +9,8 @@ import numpy as np
 
 from ..manifolds import Manifold
 from ..manifolds.base import Array, as_generator, manifold_first
-from ..mechanisms.kng import BundleDomain, KNormGradient, check_max_steps, sample_bundle
+from ..mechanisms.kng import (BundleDomain, KNormGradient, check_max_steps, exact_plan,
+                              sample_bundle)
 from ..privacy import BudgetLedger, PureDP
 from ..parameters import ParameterError, literal, option_without_effect
 from ..privacy.conversions import check_positive
@@ -101,10 +102,15 @@ def _records_in_range(manifold: Manifold, x, y, lo: float, hi: float,
 
 def _start(manifold: Manifold, data: RegressionSample, tau: float, center, radius,
            v_max: float) -> tuple[Array, Array]:
-    """Where the samplers' pilot starts: the non-private fit, moved into the public domain."""
+    """Where the chains' independence proposal is centred: the non-private fit, moved into the
+    public domain; (``center``, 0) where no fit is defined (equal covariates), so that this never
+    refuses on the data (the center is any point of the domain on a compact space)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        fit = fit_regression(manifold, data, tau=tau, max_iter=200)
+        try:
+            fit = fit_regression(manifold, data, tau=tau, max_iter=200)
+        except ValueError:
+            return center, np.zeros_like(center)
     p = into_ball(manifold, fit.footpoint, center, radius)[0] if radius else fit.footpoint
     v = _shortened(manifold, p, manifold.to_tangent(
         p, manifold.transport(fit.footpoint, p, fit.shooting_vector)), v_max)
@@ -128,7 +134,7 @@ def _gradient_field(manifold: Manifold, data: RegressionSample, tau: float):
 
 
 def _sequential_draws(manifold: Manifold, gradient, start, center, radius, v_max: float, mechs,
-                      run: dict, parameters: dict, diagnostics: dict) -> tuple[Array, Array, bool]:
+                      run: dict, parameters: dict, diagnostics: dict) -> tuple[Array, Array]:
     """The sequential release: the footpoint by KNG with v held at 0, then v on T_p~ (see
     ``private_geodesic_regression``); records both steps' parameters and samplers."""
     mech_p, mech_v = mechs
@@ -143,7 +149,7 @@ def _sequential_draws(manifold: Manifold, gradient, start, center, radius, v_max
     parameters.update(epsilon_footpoint=mech_p.epsilon, epsilon_shooting_vector=mech_v.epsilon,
                       scale_footpoint=mech_p.scale, sensitivity_footpoint=mech_p.sensitivity)
     diagnostics.update(sampler_footpoint=info_p.as_dict(), sampler_shooting_vector=info_v.as_dict())
-    return p, state[0, 1], info_p.exact and info_v.exact
+    return p, state[0, 1]
 
 
 def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon: float, tau: float,
@@ -177,19 +183,22 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     With v = 0 the footpoint step targets the Huber mean of the responses, which is the regression
     footpoint when the covariates are centred (shift x so that 0 is their public mid-range).
 
-    Sampling is exact (rejection from the uniform law on the domain) when that accepts at least
-    1e-5 of its proposals (``kng.FALLBACK_ACCEPTANCE``); below it the release raises
-    ``ApproximateSamplerRefused``. That acceptance depends on the data, so the refusal comes after
-    the ledger's reservation, which it keeps: the refused release has spent its budget. The
-    refusal itself is an outcome that depends on the data, outside the guarantee (no public
-    parameter bounds that acceptance: docs/decisions.md).
+    Whether the draws are exact is decided from public parameters alone, before the data are read
+    (``kng.exact_plan``). Every record's term of the mean gradient has norm at most n Delta / 2
+    (Delta is twice the largest term), so exact rejection from the uniform law on the domain
+    accepts each proposal with probability at least exp(-n epsilon / 4) whatever the data
+    (epsilon of the draw: ``epsilon``, or each step's share in the sequential release). Where that
+    bound is at least 1e-5 (``kng.FALLBACK_ACCEPTANCE``), i.e. n epsilon <= 46.05, the draws are
+    exact, with no refusal. Otherwise the release raises ``ApproximateSamplerRefused`` before the
+    ledger reserves anything, unless ``allow_approximate=True``.
 
-    With ``allow_approximate=True``, below 1e-3 (``kng.MIN_UNIFORM_ACCEPTANCE``) ``chains``
-    Metropolis-Hastings chains are run instead, started at uniform draws on the domain (split
-    R-hat and ESS in ``diagnostics``; the guarantee holds for the target law, and the chain's
-    output is approximate). Whether chains ran depends on the data, so with
-    ``allow_approximate=True`` the release publishes ``exact_sampler=False`` whatever ran (which
-    ran is in ``diagnostics``). Chains that have not mixed (R-hat > 1.1) give way
+    With ``allow_approximate=True`` beyond that bound, a pilot on the data chooses: exact
+    rejection where it accepts at least 1e-3 (``kng.MIN_UNIFORM_ACCEPTANCE``), otherwise
+    ``chains`` Metropolis-Hastings chains started at uniform draws on the domain (split R-hat and
+    ESS in ``diagnostics``; the guarantee holds for the target law, and the chain's output is
+    approximate). That choice depends on the data, so the release then publishes
+    ``exact_sampler=False`` whatever ran (which ran is in ``diagnostics``). Chains that have not
+    mixed (R-hat > 1.1) give way
     to the exact sampler when it accepts at least 1e-5; otherwise they run on, each time by half
     the steps they have run, R-hat then taken over the last half of all steps, up to ``max_steps``
     (default 16 times burn_in + 100 kept steps), and if they still have not mixed a
@@ -216,7 +225,8 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
         The Metropolis-Hastings chains, when they run: how many, their burn-in before 100 kept
         steps, and the most steps they may run on to mix (default 16 times the first run).
     allow_approximate : bool
-        Release the chains' state where no exact sampler can be used, instead of refusing.
+        Where n epsilon > 46.05, release approximate draws (the chains' state where the exact
+        sampler accepts too few proposals) instead of refusing.
 
     Returns
     -------
@@ -225,7 +235,7 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     Raises
     ------
     ApproximateSamplerRefused
-        Without ``allow_approximate``, where no exact sampler can be used (after the reservation).
+        Without ``allow_approximate``, where n epsilon > 46.05 (before any reservation).
 
     Examples
     --------
@@ -234,9 +244,9 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     >>> rng = np.random.default_rng(0)
     >>> x = rng.uniform(0, 1, 100)
     >>> y = m.exp(np.array([0., 0, 1]), x[:, None] * np.array([0.5, 0, 0]))
-    >>> rel = private_geodesic_regression(m, x, y, 1.0, tau=0.5, x_range=(0, 1), v_max=1.0, rng=0)
-    >>> sorted(rel.value)
-    ['footpoint', 'shooting_vector']
+    >>> rel = private_geodesic_regression(m, x, y, 0.4, tau=0.5, x_range=(0, 1), v_max=1.0, rng=0)
+    >>> sorted(rel.value), rel.exact_sampler      # n epsilon = 40 <= 46.05: exact by the plan
+    (['footpoint', 'shooting_vector'], True)
     """
     manifold, x, y = manifold_first("private_geodesic_regression", manifold, x, y)
     if release not in RELEASES:
@@ -255,6 +265,10 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
         raise ValueError(f"footpoint_budget must lie in (0, 1), got {footpoint_budget}")
     check_max_steps(max_steps, burn_in + KEPT_STEPS)  # before the ledger reserves anything
     n, x_bound = data.n, max(abs(lo), abs(hi))
+    budgets = ({"epsilon": epsilon} if release == "joint" else
+               {"epsilon_footpoint": footpoint_budget * epsilon,
+                "epsilon_shooting_vector": (1 - footpoint_budget) * epsilon})
+    planned = exact_plan(n, budgets, allow_approximate)
     sens = regression_sensitivity(manifold, n, tau, x_bound, v_max)
     target = PureDP(epsilon)
     start = _start(manifold, data, tau, center, radius, v_max)
@@ -263,28 +277,28 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
                       "center": np.asarray(center).tolist(), "radius": radius},
                   "sensitivities": sens}
     diagnostics = {"covariates_clipped": outside}
-    run = dict(rng=as_generator(rng), precondition=data.preconditioner(), chains=chains,
+    run = dict(rng=as_generator(rng), precondition=data.preconditioner(ridge=1e-3), chains=chains,
                burn_in=burn_in, trace_length=KEPT_STEPS, max_steps=max_steps,
-               allow_approximate=allow_approximate)
+               planned=planned, allow_approximate=allow_approximate)
     gradient = _gradient_field(manifold, data, tau)
     with reserved(ledger, target, f"geodesic regression (KNG {release}, {target.describe()})"):
         if release == "joint":
             mech = KNormGradient(sens["joint"], epsilon)
             state, info = sample_bundle(BundleDomain(manifold, center, radius, v_max), gradient,
                                         np.stack(start), mech.scale, **run)
-            (p, v), scale, sensitivity, exact = state[0], mech.scale, mech.sensitivity, info.exact
+            (p, v), scale, sensitivity = state[0], mech.scale, mech.sensitivity
             diagnostics["sampler"] = info.as_dict()
         else:
             eps_p = footpoint_budget * epsilon
             mechs = (KNormGradient(regression_sensitivity(manifold, n, tau, x_bound, 0.0)["footpoint"],
                                    eps_p), KNormGradient(sens["shooting_vector"], epsilon - eps_p))
-            p, v, exact = _sequential_draws(manifold, gradient, start, center, radius, v_max, mechs,
-                                            run, parameters, diagnostics)
+            p, v = _sequential_draws(manifold, gradient, start, center, radius, v_max, mechs, run,
+                                     parameters, diagnostics)
             scale, sensitivity = mechs[1].scale, mechs[1].sensitivity
     return Release(value={"footpoint": p, "shooting_vector": v}, guarantee=target,
                    sensitivity=sensitivity, scale=scale,
                    mechanism=f"K-norm gradient geodesic regression ({release})",
-                   exact_sampler=exact and not allow_approximate, diagnostics=diagnostics,
+                   exact_sampler=planned, diagnostics=diagnostics,
                    parameters=parameters,
                    theorem="K-norm gradient mechanism (Reimherr & Awan 2019) with the clipped-residual "
                            "gradient sensitivities of Kulkarni & Soto (Theorems 3.3 and D.1), "

@@ -414,24 +414,30 @@ def _knorm_mixture(centre: Array, b: Array, b_inv: Array, scale: float, balls=()
     return draw, log_density
 
 
-def _exact_instead_of_chains(rate: float, min_acceptance: float, exact_only: bool,
-                             allow_approximate: bool) -> bool:
-    """Where the uniform pilot accepts ``rate`` < ``min_acceptance``: whether the slower exact
-    sampler runs instead of chains (approximate draws not allowed, ``rate`` at least
-    FALLBACK_ACCEPTANCE); raises where neither may run."""
-    if exact_only:
-        raise ValueError(f"exact K-norm gradient draws were asked for, but uniform proposals on the "
-                         f"domain accept about {rate:.1e} of draws, below {min_acceptance:g}")
-    if allow_approximate:
-        return False
-    if rate >= FALLBACK_ACCEPTANCE:
-        return True
+def uniform_acceptance_bound(n: int, epsilon: float) -> float:
+    """A public lower bound, exp(-n epsilon / 4), on the acceptance of exact rejection from the
+    uniform law on the domain, for the KNG law exp(-|G| / sigma), sigma = 2 Delta / epsilon, of a
+    gradient G = (1/n) sum_i g_i whose replace-one sensitivity Delta is twice the largest |g_i|
+    (``regression_sensitivity``): then |G| <= n Delta / 2 on the whole domain for every data set,
+    and each uniform proposal is accepted with probability exp(-|G| / sigma) >= exp(-n epsilon / 4).
+    """
+    return float(np.exp(-n * epsilon / 4.0))
+
+
+def exact_plan(n: int, budgets: dict[str, float], allow_approximate: bool) -> bool:
+    """Whether every KNG draw of a release on n records, with the budgets ``budgets`` (name ->
+    epsilon of one draw), is exact by the public plan: each ``uniform_acceptance_bound`` at least
+    ``FALLBACK_ACCEPTANCE``, whatever the data. Where it is not, without ``allow_approximate`` an
+    ``ApproximateSamplerRefused`` (from public parameters only, so before any reservation)."""
+    limit = 4.0 * float(np.log(1.0 / FALLBACK_ACCEPTANCE))
+    name, eps = max(budgets.items(), key=lambda item: item[1])
+    if n * eps <= limit or allow_approximate:
+        return n * eps <= limit
     raise ApproximateSamplerRefused(
-        f"exact rejection from the uniform law on the public domain would accept fewer than "
-        f"{FALLBACK_ACCEPTANCE:g} of its proposals (a check on the data: a ledger keeps the "
-        f"reservation of this release)",
-        ["a narrower public domain (a smaller v_max or footpoint radius), which uniform proposals "
-         "cover better"])
+        f"exact rejection from the uniform law on the public domain is sure to accept at least "
+        f"{FALLBACK_ACCEPTANCE:g} of its proposals, whatever the data, only when n * {name} <= "
+        f"{limit:.4g} (it accepts at least exp(-n * {name} / 4)); here n = {n} and {name} = "
+        f"{eps:.4g}", [f"a release with n * {name} at most {limit:.4g}"])
 
 
 def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale: float,
@@ -439,18 +445,20 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
                   burn_in: int = 200, trace_length: int = 100, size: int = 1,
                   min_acceptance: float = MIN_UNIFORM_ACCEPTANCE, max_steps: int | None = None,
                   exact_only: bool = False, exact_fallback: bool = True, *,
+                  planned: bool = False,
                   allow_approximate: bool = False) -> tuple[Array, SamplerInfo]:
     """``size`` KNG draws (p, v) on ``domain``, stacked (size, 2, *point_shape): density
     exp(-|G(p, v)| / scale) with G the moving parts of ``gradient(p, v) = (grad_p, grad_v)`` (both,
     in the product norm; or the footpoint's; or the shooting vector's).
 
-    Exact rejection from the uniform law on the domain (acceptance exp(-|G|/sigma)) when a pilot
-    run accepts at least ``min_acceptance`` of its proposals. Below it, without
-    ``allow_approximate``: exact rejection all the same when the pilot accepts at least
-    ``FALLBACK_ACCEPTANCE`` (slower), otherwise ``ApproximateSamplerRefused``; the pilot reads the
-    data, so a caller's ledger has reserved the release by then and keeps it. With
-    ``allow_approximate``: exact rejection when the chains below have not mixed and the pilot
-    accepts at least ``FALLBACK_ACCEPTANCE``; otherwise ``chains`` Metropolis-Hastings chains
+    ``planned=True`` is the caller's public plan (``exact_plan``): uniform proposals accept at
+    least ``FALLBACK_ACCEPTANCE`` whatever the data, so the draws are exact rejection from the
+    uniform law on the domain (acceptance exp(-|G|/sigma)), with no pilot and no refusal. Without
+    the plan, ``allow_approximate`` or ``exact_only`` must be given (else
+    ``ApproximateSamplerRefused``, before the data are read). Then exact rejection when a pilot
+    run accepts at least ``min_acceptance`` of its proposals (``exact_only``: a ValueError below
+    it); below it, and where the chains below have not mixed while the pilot accepts at least
+    ``FALLBACK_ACCEPTANCE``, exact rejection; otherwise ``chains`` Metropolis-Hastings chains
     started at draws of the uniform law on the domain (a law that does not depend on the data;
     ``start``, normally the non-private fit, only centres the independence proposal below). Each
     step, each chain independently picks one of two kernels, each of which leaves the target
@@ -515,15 +523,21 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
     def uniform_acceptance(k: int) -> float:
         return float(np.mean(np.exp(log_target(domain.uniform(k, rng)))))
 
+    if planned:
+        return exact(1.0, ["exact by the public plan: uniform proposals accept at least "
+                           f"{FALLBACK_ACCEPTANCE:g} whatever the data"])
+    if not (allow_approximate or exact_only):
+        raise ApproximateSamplerRefused("no public plan makes exact rejection from the uniform law "
+                                        "on the domain sure to accept", ["``exact_plan``"])
     quarter = PILOT // 4
     rate = uniform_acceptance(quarter)
     if rate >= PILOT_STOP:
         rate = (rate * quarter + uniform_acceptance(PILOT - quarter) * (PILOT - quarter)) / PILOT
     if rate >= min_acceptance:
         return exact(rate, [])
-    if _exact_instead_of_chains(rate, min_acceptance, exact_only, allow_approximate):
-        return exact(rate, [f"exact uniform proposals accept fewer than {min_acceptance:g} of draws: "
-                            f"drawn exactly all the same (approximate draws were not allowed)"])
+    if exact_only:
+        raise ValueError(f"exact K-norm gradient draws were asked for, but uniform proposals on the "
+                         f"domain accept about {rate:.1e} of draws, below {min_acceptance:g}")
 
     c = np.eye(2) if precondition is None else np.asarray(precondition, dtype=float)
     mask = [float(i in domain.parts) for i in (0, 1)]

@@ -171,11 +171,13 @@ class RegressionSample:
         are not checked again."""
         return RegressionSample(self.manifold, np.clip(self.x, lo, hi), self.y, validate=False)
 
-    def preconditioner(self) -> Array:
+    def preconditioner(self, ridge: float = 0.0) -> Array:
         """M^-1 for M = [[1, mean x], [mean x, mean x^2]], the Hessian's covariate structure in the
         flat case: -M^-1 (grad_p, grad_v) is a Gauss-Newton direction that stays a descent
-        direction."""
-        return np.linalg.inv(np.array([[1.0, self.x_mean], [self.x_mean, self.x2_mean]]))
+        direction. ``ridge`` times its trace is added to M's diagonal, so that equal covariates
+        (M singular: the shooting vector is not identified) leave it invertible."""
+        m = np.array([[1.0, self.x_mean], [self.x_mean, self.x2_mean]])
+        return np.linalg.inv(m + ridge * np.trace(m) * np.eye(2))
 
 
 def _initial_guess(manifold: Manifold, data: RegressionSample) -> tuple[Array, Array]:

@@ -142,6 +142,47 @@ def _class_mean(manifold, data, lower, public, mechanism, split, center, radius,
                                 sensitivity_size=None if public else int(lower))
 
 
+class _Checked(Exception):
+    """Raised by ``_CheckOnly`` at a release's reservation: every refusal before it has passed."""
+
+
+class _CheckOnly:
+    """A ledger whose reservation stops the release there: a release called with it runs every
+    check it decides before reserving (from public parameters) and draws nothing."""
+
+    def reserve(self, guarantee: Guarantee, label: str):
+        raise _Checked
+
+
+def smallest_releasable_size(manifold: Manifold, center: Array, radius: float, epsilon: float,
+                             mechanism: str, n: int, allow_approximate: bool) -> int:
+    """The smallest class size L in [1, n] at which a class mean calibrated on L
+    (``private_frechet_mean`` with ``sensitivity_size=L`` and ``epsilon``) passes every check of
+    the release (normalisable, representable, exact or allowed chains), found by bisection: those
+    checks are decided from public parameters before the reservation, and pass more easily as L
+    grows (the sensitivity and the scale shrink). Where even L = n fails, that refusal is raised
+    (before anything is charged)."""
+    def passes(size: int, raising: bool = False) -> bool:
+        try:
+            private_frechet_mean(manifold, center[None], epsilon, center, radius,
+                                 mechanism=mechanism, sensitivity_size=size, ledger=_CheckOnly(),
+                                 allow_approximate=allow_approximate, rng=0)
+        except _Checked:
+            return True
+        except ValueError:
+            if raising:
+                raise
+            return False
+        raise AssertionError("the release drew without reserving")  # pragma: no cover
+
+    passes(n, raising=True)
+    lo, hi = 0, n  # passes(hi), and lo fails (or is 0)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if passes(mid) else (mid, hi)
+    return hi
+
+
 def private_class_means(manifold: Manifold, points: Array, labels: Array, classes: Sequence,
                         epsilon: float, center: Array, radius: float, *,
                         delta: float | None = 1e-6, class_sizes: str = "private",
@@ -177,7 +218,10 @@ def private_class_means(manifold: Manifold, points: Array, labels: Array, classe
         The pure-DP Fréchet-mean mechanism of each class (``private_frechet_mean``).
     min_class_size : int
         Classes with L_c (or, public, n_c) below it get the center as mean, with a
-        ``SmallClassWarning``.
+        ``SmallClassWarning``; so do classes below the smallest size whose mechanism can release
+        at epsilon_mean (``smallest_releasable_size``, from public parameters, published as
+        ``smallest_releasable_size``): the mechanism would refuse them (not normalisable, not
+        representable, no exact sampler), after the budget is charged.
     clip_data, ledger, rng, allow_approximate
         As in ``private_frechet_mean``; the ledger is charged the whole release once.
 
@@ -208,13 +252,16 @@ def private_class_means(manifold: Manifold, points: Array, labels: Array, classe
                          f"(one point per record), got {x.shape}")
     codes, k = _encode(labels, classes, len(x))
     x, clipped = enforce_ball(manifold, x, center, radius, clip_data)
+    releasable = smallest_releasable_size(manifold, center, radius, split["epsilon_mean"],
+                                          mechanism, len(x), allow_approximate)
+    least = max(min_class_size, releasable)
     rng, public = as_generator(rng), class_sizes == "public"
     releases, fallback = [], []
     with reserved(ledger, target, f"class means ({mechanism}, {class_sizes} sizes, "
                                   f"{target.describe()})"):
         lower, noisy, t = _lower_bounds(codes, k, split, public, rng)
         for c in range(k):
-            if lower[c] < min_class_size:
+            if lower[c] < least:
                 fallback.append(c)
                 releases.append(None)
                 continue
@@ -222,11 +269,13 @@ def private_class_means(manifold: Manifold, points: Array, labels: Array, classe
                                         center, radius, rng, allow_approximate))
     if fallback:
         warnings.warn(f"{len(fallback)} of {k} classes have a {'declared' if public else 'released'} "
-                      f"size below min_class_size = {min_class_size}: their mean is the public "
+                      f"size below {least} (min_class_size = {min_class_size}, the mechanism "
+                      f"releases from {releasable} on): their mean is the public "
                       f"center (classes {[classes[c] for c in fallback][:10]})", SmallClassWarning,
                       stacklevel=2)
     return _release(releases, center, target, split, lower, noisy, t, fallback, classes, mechanism,
-                    class_sizes, {"n": len(x), "radius": float(radius)}, clipped)
+                    class_sizes, {"n": len(x), "radius": float(radius),
+                                  "smallest_releasable_size": releasable}, clipped)
 
 
 def _release(releases, center, target, split, lower, noisy, t, fallback, classes, mechanism,

@@ -20,7 +20,7 @@ from ..mechanisms.kng import KNormGradient, convex_proposal, sample_convex
 from ..mechanisms.laplace import SamplerInfo
 from ..mechanisms.mcmc import exact_alternatives
 from ..statistics import curvature_factor, frechet_mean_sensitivity
-from ..statistics.certified import CertifiedMean, certified_mean, mean_tolerance
+from ..statistics.certified import CertifiedMean, certified_mean, into_ball, mean_tolerance
 from ..statistics.sensitivity import kng_mean_sensitivity
 from .data_ball import enforce_ball
 from .dp_rgd import dp_rsgd
@@ -119,8 +119,11 @@ def _footpoint_mechanism(manifold, n, center, radius, epsilon_fp,
 
 def _private_footpoint(mech: RiemannianLaplace, m: int, x, center, radius: float,
                        rng) -> tuple[Array, dict]:
-    """Draw the subsample (indices from ``rng`` alone), take its mean, release it with ``mech``.
-    On a chunked sample the subsample is taken chunk by chunk, lazily."""
+    """Draw the subsample (indices from ``rng`` alone), take its mean, release it with ``mech``,
+    and move the release into the public ball (the center if it left double precision): a map of
+    the released value alone (post-processing), so that the main law, checked before the
+    reservation for every footpoint of the ball, never refuses after it. On a chunked sample the
+    subsample is taken chunk by chunk, lazily."""
     if isinstance(x, ChunkedSample):
         idx = np.sort(rng.choice(x.n, size=m, replace=False))
         subsample = ChunkedSample(mech.manifold, x.points[idx], validate=False)
@@ -128,6 +131,8 @@ def _private_footpoint(mech: RiemannianLaplace, m: int, x, center, radius: float
         subsample = x[rng.choice(len(x), size=m, replace=False)]
     sub_mean = certified_mean(mech.manifold, subsample, center, radius).mean
     value = mech.sample(sub_mean, rng=rng)
+    value = (into_ball(mech.manifold, value, center, radius) if np.all(np.isfinite(value))
+             else center)
     return value, {"subsample_size": m, "scale": mech.scale, "sampler": mech.last_info.as_dict()}
 
 
@@ -360,7 +365,8 @@ def _output_law(req: _Request, opts: _Options):
               "mean_tolerance": req.tolerance, "sensitivity": req.sensitivity}
     if spec.takes_footpoint:
         params.update(tangent_sensitivity=tangent, main_guarantee=main.describe())
-    if fp_mech is not None:
+    if fp_mech is not None:  # footpoints f in the ball: draws reach 2 r + noise from f, 3 r from c
+        spec.sampler(manifold, scale, ball=(center, req.radius)).check_representable(3.0 * req.radius)
         return None, scale, (fp_mech, fp_size, eps_fp), params
     footpoint = None if opts.footpoint is None else manifold.check_point(opts.footpoint)
     law = spec.sampler(manifold, scale, ball=(center, req.radius), footpoint=footpoint,

@@ -195,6 +195,24 @@ def test_certified_mean_stays_under_the_cap_and_within_its_bound(fallback, monke
     assert float(m.dist(fit.mean, exact)) <= fit.distance_bound
 
 
+def test_a_solver_point_above_the_cap_is_projected_back(monkeypatch):
+    """A fast solver that stops at a point of condition 4K inside the ball (as rounding near the
+    cap may): the certificate judges, and returns, its projection onto {cond <= K}, where the
+    capped rounding bound holds."""
+    from geodp.statistics import FrechetMeanResult
+    m, k, radius = SPD(2), 1e4, 8.0
+    wide = spd(ROT, [np.log(4 * k) / 2, -np.log(4 * k) / 2])  # 7.5 from I: inside the ball
+
+    def stops_above(manifold, data, *, init, **options):
+        return FrechetMeanResult(mean=wide, iterations=1, converged=True, grad_norm=np.float64(0.0),
+                                 max_radius=None)
+
+    monkeypatch.setattr(certified, "frechet_mean", stops_above)
+    fit = certified_mean(m, edge_records(12, k, radius), np.eye(2), radius, max_condition=k)
+    assert float(m.condition_numbers(fit.mean)) <= k
+    assert float(m.dist(fit.mean, edge_records(1, k, radius)[0])) <= fit.distance_bound
+
+
 # --- the release -------------------------------------------------------------------------------
 
 K, RADIUS, EPS = 1e4, 7.0, 5.0

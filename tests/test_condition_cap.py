@@ -22,6 +22,7 @@ from scipy import stats
 import geodp.learn.frechet as frechet_module
 import geodp.statistics.certified as certified
 from geodp.learn import RecordsOutsideBound, private_frechet_mean
+from geodp.learn.release import ToleranceDominatesWarning
 from geodp.manifolds import SPD, Euclidean
 from geodp.manifolds._condition import window_start
 from geodp.mechanisms import RiemannianLaplace
@@ -354,7 +355,8 @@ def test_a_scale_unrepresentable_under_the_cap_is_refused_before_the_ledger_rese
     sensitivity = (frechet_module.frechet_mean_sensitivity(SPD(3), radius, n)
                    + frechet_module.computed_mean_slack(SPD(3), np.eye(3), radius, 1e8)[1])
     ledger = MemoryLedger()
-    with pytest.raises(UnrepresentableScaleError, match="max_condition"):
+    with pytest.raises(UnrepresentableScaleError, match="max_condition"), pytest.warns(
+            ToleranceDominatesWarning):
         private_frechet_mean(SPD(3), x, sensitivity / 0.3, np.eye(3), radius, rng=0,
                              max_condition=1e8, ledger=ledger)
     assert ledger.history() == []
@@ -380,3 +382,59 @@ def test_refusal_depends_on_the_cap_not_on_the_footpoint():
                 out.append("refused")
     assert outcomes[0] == outcomes[1]
     assert buggy[0] != buggy[1]
+
+
+# --- data sets and the command line -----------------------------------------------------------
+
+def test_shipped_spd_data_sets_publish_caps_from_their_eigenvalue_ranges():
+    """The caps follow from the public eigenvalue ranges (not from the records), and every
+    record obeys them."""
+    from geodp.datasets import load
+    expected = {"digits-covariance": (5 * 64 + 1e-6) / 1e-6, "connectomes": 29.0,
+                "emg-covariance": 8 * 127.5**2 + 1.0}
+    for name, k in expected.items():
+        ds = load(name)
+        assert ds.max_condition == pytest.approx(k, rel=1e-15)
+        assert np.all(ds.manifold.condition_numbers(ds.points) <= ds.max_condition)
+    assert load("iris").max_condition is None
+
+
+def run_cli(argv, capsys):
+    import json
+
+    from geodp.cli import main
+    code = main(argv)
+    out = capsys.readouterr()
+    return code, (json.loads(out.out) if code == 0 else out.err)
+
+
+def test_cli_passes_max_condition_and_public_reads_the_data_set(capsys):
+    code, out = run_cli(["release", "mean", "connectomes", "--epsilon", "1", "--seed", "0",
+                         "--mechanism", "wrapped-laplace", "--max-condition", "public"], capsys)
+    assert code == 0 and out["parameters"]["max_condition"] == 29.0
+    code, out = run_cli(["release", "mean", "digits-covariance", "--epsilon", "1", "--seed", "0",
+                         "--max-condition", "1000", "--clip-data"], capsys)
+    assert code == 0 and out["parameters"]["max_condition"] == 1000.0
+    assert out["parameters"]["mean_tolerance"] == mean_tolerance(SPD(5), np.eye(5), 30.892420751474166,
+                                                                 1000.0)
+
+
+def test_cli_refusals_name_the_flag(capsys):
+    code, err = run_cli(["release", "mean", "digits-covariance", "--epsilon", "1", "--seed", "0",
+                         "--max-condition", "100"], capsys)
+    assert code != 0 and "--max-condition" in err and "--clip-data" in err
+    assert "max_condition" not in err.replace("--max-condition", "")
+    code, err = run_cli(["release", "mean", "iris", "--epsilon", "1", "--center", "[0,0,0,0]",
+                         "--radius", "10", "--max-condition", "public"], capsys)
+    assert code != 0 and "--max-condition public needs a built-in data set" in err
+
+
+def test_a_cap_too_large_for_double_precision_is_a_public_caveat():
+    """K = 1e5 on the digits' ball: the capped tolerance adds more than Delta; the release warns
+    (a public warning) naming max_condition and clip_data."""
+    from geodp.datasets import load
+    ds = load("digits-covariance")
+    with pytest.warns(ToleranceDominatesWarning, match="max_condition = 100000 .*clip_data"):
+        rel = private_frechet_mean(ds.manifold, ds.points, 5.0, *ds.public_ball(), rng=0,
+                                   max_condition=1e5)
+    assert any(isinstance(c, ToleranceDominatesWarning) for c in rel.caveats)

@@ -25,7 +25,8 @@ from ..statistics.certified import CertifiedMean, certified_mean, mean_tolerance
 from ..statistics.sensitivity import kng_mean_sensitivity
 from .data_ball import check_condition_cap, enforce_ball, enforce_condition
 from .dp_rgd import dp_rsgd
-from .release import Release, delta_caveat, diameter_bound, noise_caveat, reserved
+from .release import (Release, delta_caveat, diameter_bound, noise_caveat, reserved,
+                      tolerance_caveat)
 
 SUBSAMPLE_FRACTION = 0.05
 
@@ -580,7 +581,8 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
     req = _Request(spec, manifold, x, size, center, float(radius), target, sensitivity + slack,
                    tolerance, slack, ledger, as_generator(rng), moved, allow_approximate, [], cap)
     large_delta = delta_caveat(getattr(target, "delta", None), size)
-    req.caveats.extend([large_delta] if large_delta else [])
+    wide_cap = tolerance_caveat(slack, sensitivity, cap)
+    req.caveats.extend(c for c in (large_delta, wide_cap) if c)
     release = (_output_mean if spec.perturbs == "output" else _OBJECTIVE_RELEASES[spec.name])(req, opts)
     rel = replace(release, caveats=tuple(req.caveats) + release.caveats)
     return rel if sensitivity_size is None else _size_public(rel, n)

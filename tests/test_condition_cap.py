@@ -438,3 +438,34 @@ def test_a_cap_too_large_for_double_precision_is_a_public_caveat():
         rel = private_frechet_mean(ds.manifold, ds.points, 5.0, *ds.public_ball(), rng=0,
                                    max_condition=1e5)
     assert any(isinstance(c, ToleranceDominatesWarning) for c in rel.caveats)
+
+
+def test_the_laplace_takes_a_cap_only_where_it_means_something():
+    from geodp.manifolds import Sphere
+    for manifold, cap in ((Sphere(2), 10.0), (SPD(2, metric="log-euclidean"), 10.0), (SPD(2), 0.5)):
+        with pytest.raises(ValueError, match="max_condition"):
+            RiemannianLaplace(manifold, 0.1, max_condition=cap)
+
+
+def test_private_footpoint_and_chunked_records_follow_the_cap():
+    """The private footpoint's subsample mean and its Laplace take the cap; chunked records are
+    checked and capped chunk by chunk."""
+    big = edge_records(400, K, RADIUS, flip=100)
+    rel = private_frechet_mean(SPD(2), big, 20.0, np.eye(2), RADIUS, rng=0, max_condition=K,
+                               mechanism="wrapped-laplace", footpoint="private",
+                               footpoint_budget=0.5)
+    assert rel.parameters["max_condition"] == K and "private_footpoint" in rel.parameters
+    sub = (frechet_module.frechet_mean_sensitivity(SPD(2), RADIUS, 20)
+           + frechet_module.computed_mean_slack(SPD(2), np.eye(2), RADIUS, K)[1])
+    with pytest.raises(frechet_module.FootpointNotNormalisable, match="max_condition = 10000"):
+        private_frechet_mean(SPD(2), big, 2 * sub / 0.45, np.eye(2), RADIUS, rng=0,
+                             max_condition=K, mechanism="wrapped-laplace", footpoint="private",
+                             footpoint_budget=0.5)  # the footpoint's scale 0.45: fine at K = 1
+    x = edge_records(40, K, RADIUS, flip=10)
+    da = pytest.importorskip("dask.array")
+    chunked = da.from_array(x, chunks=(10, 2, 2))
+    with pytest.raises(RecordsOutsideBound, match="max_condition"):
+        private_frechet_mean(SPD(2), chunked, EPS, np.eye(2), RADIUS, rng=0, max_condition=100.0)
+    rel = private_frechet_mean(SPD(2), chunked, EPS, np.eye(2), RADIUS, rng=0, max_condition=100.0,
+                               clip_data=True)
+    assert rel.diagnostics["clipped"]["records_capped"] == 40

@@ -115,6 +115,11 @@ class RiemannianLaplace:
                  max_condition: float | None = None):
         self.manifold, self.scale = manifold, check_positive("scale", scale)
         self.max_condition = None if max_condition is None else float(max_condition)
+        if self.max_condition is not None and not (has(manifold, "eigen_laplace_size")
+                                                   and self.max_condition >= 1.0):
+            raise ValueError(f"max_condition bounds the footpoints' condition numbers for the "
+                             f"Laplace on affine-invariant SPD: it must be a number >= 1 there, "
+                             f"and has no meaning on {manifold!r}; got {max_condition!r}")
         self.min_acceptance, self.mcmc_burn_in = min_acceptance, mcmc_burn_in
         self.allow_approximate = bool(allow_approximate)
         self.chain_ball = chain_ball if chain_ball is None else (manifold.check_point(chain_ball[0]),

@@ -469,3 +469,10 @@ def test_private_footpoint_and_chunked_records_follow_the_cap():
     rel = private_frechet_mean(SPD(2), chunked, EPS, np.eye(2), RADIUS, rng=0, max_condition=100.0,
                                clip_data=True)
     assert rel.diagnostics["clipped"]["records_capped"] == 40
+
+
+def test_cli_names_the_flags_when_the_cap_makes_the_scale_unrepresentable(capsys):
+    code, err = run_cli(["release", "mean", "digits-covariance", "--epsilon", "0.2", "--seed", "0",
+                         "--max-condition", "3000", "--clip-data"], capsys)
+    assert code != 0 and "--max-condition = 3000" in err and "--restrict" in err
+    assert "probability up to" in err

@@ -27,6 +27,7 @@ import numpy as np
 from scipy import integrate, optimize, special
 
 from ..manifolds._special import log_sinhc
+from ..parameters import Spelled
 from .envelope import accumulate, rejection_sample, tangent_envelope
 from .radial import NotNormalisableError
 
@@ -89,6 +90,11 @@ class LowAcceptanceError(RuntimeError):
 
 class UnrepresentableScaleError(NotNormalisableError):
     """The law exists, but its draws are too often beyond double-precision SPD matrices."""
+
+
+class UnrepresentableUnderCapError(Spelled, UnrepresentableScaleError):
+    """``UnrepresentableScaleError`` for footpoints of condition up to a public cap: the message
+    names ``max_condition`` in the caller's spelling (``--max-condition`` on the command line)."""
 
 
 def spd_critical_scale(n: int) -> float:
@@ -160,13 +166,14 @@ def check_representable(n: int, scale: float, max_condition: float | None = None
     bound = unrepresentable_bound(n, scale, max_condition)
     if bound <= MAX_UNREPRESENTABLE:
         return
-    raise UnrepresentableScaleError(
+    raise UnrepresentableUnderCapError(
         f"the Riemannian Laplace on SPD({n}) at scale {scale:.4g} around a footpoint of condition "
-        f"up to max_condition = {max_condition:g} may release matrices beyond double precision "
-        f"(condition above e^{representable_log_condition(n):.4g}) with probability up to "
-        f"{bound:.3g}, above the accepted {MAX_UNREPRESENTABLE:g}. Use a smaller max_condition, a "
-        f"larger epsilon or more records (a smaller scale), or restrict the release to a ball "
-        f"(restrict_to)")
+        f"up to {{max_condition}} = {max_condition:g} may release matrices beyond double "
+        f"precision (condition above e^{representable_log_condition(n):.4g}) with probability up "
+        f"to {bound:.3g}, above the accepted {MAX_UNREPRESENTABLE:g}. Use a smaller "
+        f"{{max_condition}} (with {{clip_data}}), a larger {{epsilon}} or more records (a smaller "
+        f"scale), or restrict the release to the ball ({{restrict}})", "max_condition",
+        "clip_data", "epsilon", "restrict")
 
 
 def haar_orthogonal(n: int, size: int, rng: np.random.Generator) -> np.ndarray:

@@ -476,3 +476,20 @@ def test_cli_names_the_flags_when_the_cap_makes_the_scale_unrepresentable(capsys
                          "--max-condition", "3000", "--clip-data"], capsys)
     assert code != 0 and "--max-condition = 3000" in err and "--restrict" in err
     assert "probability up to" in err
+
+
+def test_class_means_take_the_cap_before_charging():
+    """private_class_means: a record above the cap is refused before the ledger is charged; with
+    the cap every class mean publishes it."""
+    from geodp.learn.classes import private_class_means
+    x = edge_records(40, K, RADIUS, flip=20)
+    labels = np.repeat([0, 1], 20)
+    ledger = MemoryLedger()
+    with pytest.raises(RecordsOutsideBound, match="max_condition"):
+        private_class_means(SPD(2), x, labels, [0, 1], 20.0, np.eye(2), RADIUS, rng=0,
+                            max_condition=100.0, ledger=ledger)
+    assert ledger.history() == []
+    rel = private_class_means(SPD(2), x, labels, [0, 1], 20.0, np.eye(2), RADIUS, rng=0,
+                              max_condition=K, class_sizes="public")
+    assert rel.parameters["max_condition"] == K
+    assert rel.value.shape == (2, 2, 2)

@@ -50,8 +50,8 @@ from ..privacy import ApproxDP, BudgetLedger, Guarantee, MemoryLedger, PureDP
 from ..privacy.conversions import check_count, check_positive
 from ..privacy.relation import Relation
 from ..statistics import frechet_mean_sensitivity
-from .data_ball import enforce_ball
-from .frechet import private_frechet_mean
+from .data_ball import check_condition_cap, enforce_ball, enforce_condition
+from .frechet import condition_parameters, private_frechet_mean
 from .release import Release, reserved
 
 CLASS_SIZE_ROUTES = ("private", "public")
@@ -131,7 +131,7 @@ def _lower_bounds(codes: np.ndarray, k: int, split: dict, public: bool,
 
 
 def _class_mean(manifold, data, lower, public, mechanism, split, center, radius, rng,
-                allow_approximate) -> Release:
+                allow_approximate, max_condition=None) -> Release:
     """One class's release (``private_frechet_mean``), calibrated on L_c under private sizes.
     An empty class (possible only in the event the lower bound failed) releases the noise law
     around the center."""
@@ -139,7 +139,8 @@ def _class_mean(manifold, data, lower, public, mechanism, split, center, radius,
         data = center[None]
     return private_frechet_mean(manifold, data, split["epsilon_mean"], center, radius,
                                 mechanism=mechanism, rng=rng, allow_approximate=allow_approximate,
-                                sensitivity_size=None if public else int(lower))
+                                sensitivity_size=None if public else int(lower),
+                                max_condition=max_condition)
 
 
 def private_class_means(manifold: Manifold, points: Array, labels: Array, classes: Sequence,
@@ -149,7 +150,8 @@ def private_class_means(manifold: Manifold, points: Array, labels: Array, classe
                         min_class_size: int = 1, clip_data: bool = False,
                         ledger: BudgetLedger | MemoryLedger | None = None,
                         rng: np.random.Generator | int | None = None,
-                        allow_approximate: bool = False) -> Release:
+                        allow_approximate: bool = False,
+                        max_condition: float | None = None) -> Release:
     """Differentially private Fréchet means of every class (the module docstring proves it).
 
     Parameters
@@ -178,8 +180,10 @@ def private_class_means(manifold: Manifold, points: Array, labels: Array, classe
     min_class_size : int
         Classes with L_c (or, public, n_c) below it get the center as mean, with a
         ``SmallClassWarning``.
-    clip_data, ledger, rng, allow_approximate
-        As in ``private_frechet_mean``; the ledger is charged the whole release once.
+    clip_data, ledger, rng, allow_approximate, max_condition
+        As in ``private_frechet_mean``; the ledger is charged the whole release once. A record
+        above ``max_condition`` is refused (or capped, with ``clip_data``) before anything is
+        charged.
 
     Returns
     -------
@@ -207,6 +211,8 @@ def private_class_means(manifold: Manifold, points: Array, labels: Array, classe
         raise ValueError(f"points must have shape (n, {', '.join(map(str, manifold.point_shape))}) "
                          f"(one point per record), got {x.shape}")
     codes, k = _encode(labels, classes, len(x))
+    check_condition_cap(manifold, center, max_condition)
+    x, capped = enforce_condition(manifold, x, max_condition, clip_data)
     x, clipped = enforce_ball(manifold, x, center, radius, clip_data)
     rng, public = as_generator(rng), class_sizes == "public"
     releases, fallback = [], []
@@ -219,14 +225,16 @@ def private_class_means(manifold: Manifold, points: Array, labels: Array, classe
                 releases.append(None)
                 continue
             releases.append(_class_mean(manifold, x[codes == c], lower[c], public, mechanism, split,
-                                        center, radius, rng, allow_approximate))
+                                        center, radius, rng, allow_approximate, max_condition))
     if fallback:
         warnings.warn(f"{len(fallback)} of {k} classes have a {'declared' if public else 'released'} "
                       f"size below min_class_size = {min_class_size}: their mean is the public "
                       f"center (classes {[classes[c] for c in fallback][:10]})", SmallClassWarning,
                       stacklevel=2)
     return _release(releases, center, target, split, lower, noisy, t, fallback, classes, mechanism,
-                    class_sizes, {"n": len(x), "radius": float(radius)}, clipped)
+                    class_sizes, {"n": len(x), "radius": float(radius),
+                                  **condition_parameters(manifold, max_condition)},
+                    {"clipped": clipped, "capped": capped} if capped else clipped)
 
 
 def _release(releases, center, target, split, lower, noisy, t, fallback, classes, mechanism,

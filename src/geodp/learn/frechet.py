@@ -504,6 +504,20 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
         n. It is not compared with n (the comparison would itself reveal something about n): a
         value above the true count voids the guarantee. Refused with ``"dp-rgd"`` (which divides
         the gradient sum by n) and with a private footpoint (its subsample size comes from n).
+    max_condition : float, optional
+        A public bound K on the condition number lambda_max / lambda_min of every record, on
+        manifolds that offer it (affine-invariant SPD: ``Manifold.cap_condition``); it must be at
+        least the center's. The set {cond <= K} is geodesically convex, so the mean obeys it too,
+        and K makes two of the release's numerical guarantees worst cases over the public ball:
+        the computed mean's tolerance tau (``Manifold.capped_gradient_rounding``, about
+        eps n^2 K^2: keep K far below 1/sqrt(machine epsilon)) and, for the unrestricted Laplace,
+        the bound on the chance that its draw leaves double precision
+        (``mechanisms.spd_laplace.check_representable``, checked before the ledger reserves).
+        Records above K are refused, or with ``clip_data`` their eigenvalues are clipped to a
+        window of ratio K (a fixed map of each record). Published in ``parameters``. Without it
+        both are estimates on affine-invariant SPD (for well-conditioned records, not worst cases
+        over the ball), which the release states: ``parameters["numerical_bounds"]`` is
+        ``"estimates"``.
 
     Returns
     -------
@@ -519,21 +533,6 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
     release and ``allow_approximate`` is False; BudgetExceededError when the ledger refuses;
     MissingCapability, before anything else, on a manifold without a logarithm, curvature
     bounds or injectivity radius (e.g. ``Stiefel``, which has no closed-form log).
-
-    max_condition : float, optional
-        A public bound K on the condition number lambda_max / lambda_min of every record, on
-        manifolds that offer it (affine-invariant SPD: ``Manifold.cap_condition``); it must be at
-        least the center's. The set {cond <= K} is geodesically convex, so the mean obeys it too,
-        and K makes two of the release's numerical guarantees worst cases over the public ball:
-        the computed mean's tolerance tau (``Manifold.capped_gradient_rounding``, about
-        eps n^2 K^2: keep K far below 1/sqrt(machine epsilon)) and, for the unrestricted Laplace,
-        the bound on the chance that its draw leaves double precision
-        (``mechanisms.spd_laplace.check_representable``, checked before the ledger reserves).
-        Records above K are refused, or with ``clip_data`` their eigenvalues are clipped to a
-        window of ratio K (a fixed map of each record). Published in ``parameters``. Without it
-        both are estimates on affine-invariant SPD (for well-conditioned records, not worst cases
-        over the ball), which the release states: ``parameters["numerical_bounds"]`` is
-        ``"estimates"``.
 
     Every mechanism here is analysed for replace-one neighbours: data sets of the same public size
     n that differ in one record (``rel.guarantee.relation``).

@@ -17,6 +17,8 @@ import warnings
 import mpmath as mp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 import geodp.learn.frechet as frechet_module
@@ -73,6 +75,24 @@ def test_cap_is_the_closest_point_and_moves_nothing_farther(n):
         own = float(m.dist(x[i], capped[i]))
         assert own <= float(np.min(m.dist(x[i], rivals))) + 1e-9
         assert np.all(m.dist(capped[i], others) <= m.dist(x[i], others) + 1e-9)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(-40, 40), min_size=2, max_size=8), st.floats(0.01, 30))
+def test_window_is_the_best_clip(logs, width):
+    """The clipped row [a, a + width] is the closest of all clips (a scan over a), and its
+    spread is the width: the Euclidean projection onto {max l - min l <= width}."""
+    logs = np.sort(np.array(logs))
+    if logs[-1] - logs[0] <= width:
+        return
+    a = float(window_start(logs[None], width)[0])
+
+    def cost(start):
+        return np.sum((logs - np.clip(logs, start, start + width)) ** 2, axis=-1)
+
+    scan = np.linspace(logs[0], logs[-1] - width, 4001)
+    assert cost(a) <= np.min(cost(scan[:, None])) + 1e-9 * (1 + cost(a))
+    assert logs[0] <= a <= logs[-1] - width + 1e-12
 
 
 def test_window_balances_what_is_cut_and_added():

@@ -78,8 +78,10 @@ def digits() -> None:
     # variance is at most 16^2/4 and the eigenvalues lie in [eta, 5 * 64 + eta]: the data-
     # independent bound of eq. (5) of the exponential-wrapped paper, adapted to these features
     radius = float(np.sqrt(5.0) * max(abs(np.log(COV_ETA)), abs(np.log(5 * 64.0 + COV_ETA))))
+    # the same range bounds every record's condition number by (5 * 64 + eta) / eta
     save("digits-covariance", cov, y, eta=COV_ETA, feature_bound=16.0,
-         public_center="identity", public_radius=radius)
+         public_center="identity", public_radius=radius,
+         max_condition=(5 * 64.0 + COV_ETA) / COV_ETA)
 
     counts = np.stack([np.bincount(im.astype(int).ravel(), minlength=17) for im in images])
     save("digits-histograms", np.sqrt(counts / counts.sum(axis=1, keepdims=True)), y, bins=17)
@@ -114,7 +116,7 @@ def connectomes(data: Path) -> None:
     assert lam.min() >= 0.5 - 1e-12 and lam.max() <= 14.5 + 1e-12
     save("connectomes", mats, np.array([labels[r[0]] for r in rows]), size=28,
          public_center=(np.sqrt(29.0) / 2 * np.eye(28)).tolist(),
-         public_radius=float(np.sqrt(28.0) * np.log(29.0) / 2))
+         public_radius=float(np.sqrt(28.0) * np.log(29.0) / 2), max_condition=29.0)
 
 
 EMG_WINDOW, EMG_ETA = 500, 1.0
@@ -142,7 +144,8 @@ def emg(data: Path) -> None:
     center_scale = float(np.sqrt(EMG_ETA * top))
     radius = float(np.sqrt(8.0) * 0.5 * np.log(top / EMG_ETA))
     save("emg-covariance", np.array(covs), np.array(labels), eta=EMG_ETA, window=EMG_WINDOW,
-         public_center=(center_scale * np.eye(8)).tolist(), public_radius=radius)
+         public_center=(center_scale * np.eye(8)).tolist(), public_radius=radius,
+         max_condition=top / EMG_ETA)
 
 
 def iris() -> None:

@@ -507,6 +507,26 @@ def ledger_remaining(ledger) -> dict:
                        "remaining_delta": ledger.total_delta - delta}}
 
 
+def max_condition_arg(value: str | None, source: str) -> float | None:
+    """``--max-condition``: a number, or 'public' for the cap a built-in data set ships
+    (``Dataset.max_condition``); None when not given."""
+    from . import datasets
+    if value is None:
+        return None
+    if value != "public":
+        try:
+            return float(value)
+        except ValueError:
+            raise SystemExit(f"error: --max-condition must be a number or 'public', got "
+                             f"{value!r}") from None
+    k = datasets.load(source).max_condition if source in datasets.names() else None
+    if k is None:
+        raise SystemExit(f"error: --max-condition public needs a built-in data set that ships a "
+                         f"condition cap ({', '.join(n for n in datasets.names() if datasets.load(n).max_condition)}); "
+                         f"otherwise give a number")
+    return k
+
+
 def cmd_release_mean(args: argparse.Namespace) -> None:
     from .learn import private_frechet_mean
     from .learn.frechet import unused_options
@@ -520,8 +540,9 @@ def cmd_release_mean(args: argparse.Namespace) -> None:
     if (args.rdp_alpha is None) != (args.rdp_epsilon is None):
         raise SystemExit("--rdp-alpha and --rdp-epsilon go together")
     rdp = None if args.rdp_alpha is None else (args.rdp_alpha, args.rdp_epsilon)
-    given = {k: getattr(args, k) for k in ("footpoint_budget", "steps", "lr")
-             if getattr(args, k) is not None}
+    cap = max_condition_arg(args.max_condition, args.data)
+    given = {k: v for k, v in (("footpoint_budget", args.footpoint_budget), ("steps", args.steps),
+                               ("lr", args.lr), ("max_condition", cap)) if v is not None}
     flags = {"allow_approximate"} if args.allow_approximate else set()
     refusal = unused_options(args.mechanism, set(given) | flags, footpoint)
     if refusal is not None:
@@ -977,6 +998,11 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                    help="condition the output on the data ball (Theorem 3; doubles the scale)")
     p.add_argument("--allow-approximate", action="store_true", help=APPROXIMATE_HELP)
     p.add_argument("--secure", action="store_true", help=SECURE_HELP + " (dp-rgd only)")
+    p.add_argument("--max-condition", metavar="K",
+                   help="affine-invariant SPD: a public bound K on every record's condition number "
+                        "(a number, or 'public': the one shipped with a data set); makes the "
+                        "computed mean's tolerance and the Laplace's precision bound worst cases "
+                        "(records above K are refused, or capped with --clip-data)")
     p.set_defaults(func=cmd_release_mean)
 
     p = rsub.add_parser("regression", formatter_class=HELP, parents=[RELEASE],

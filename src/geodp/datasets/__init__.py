@@ -76,6 +76,21 @@ class Dataset:
         return np.asarray(center, dtype=float), float(self.meta["public_radius"])
 
     @property
+    def max_condition(self) -> float | None:
+        """A public bound on every record's condition number lambda_max / lambda_min, from the
+        measurement domain alone (the eigenvalue range that also gives the public ball), for
+        ``private_frechet_mean(max_condition=)``; None where the data set states none.
+
+        Examples
+        --------
+        >>> from geodp.datasets import load
+        >>> load("connectomes").max_condition, load("iris").max_condition
+        (29.0, None)
+        """
+        k = self.meta.get("max_condition")
+        return None if k is None else float(k)
+
+    @property
     def has_public_ball(self) -> bool:
         return "public_radius" in self.meta
 

@@ -50,8 +50,8 @@ from ..privacy import ApproxDP, BudgetLedger, Guarantee, MemoryLedger, PureDP
 from ..privacy.conversions import check_count, check_positive
 from ..privacy.relation import Relation
 from ..statistics import frechet_mean_sensitivity
-from .data_ball import enforce_ball
-from .frechet import private_frechet_mean
+from .data_ball import check_condition_cap, enforce_ball, enforce_condition
+from .frechet import condition_parameters, private_frechet_mean
 from .release import Release, reserved
 
 CLASS_SIZE_ROUTES = ("private", "public")
@@ -131,7 +131,7 @@ def _lower_bounds(codes: np.ndarray, k: int, split: dict, public: bool,
 
 
 def _class_mean(manifold, data, lower, public, mechanism, split, center, radius, rng,
-                allow_approximate) -> Release:
+                allow_approximate, max_condition=None) -> Release:
     """One class's release (``private_frechet_mean``), calibrated on L_c under private sizes.
     An empty class (possible only in the event the lower bound failed) releases the noise law
     around the center."""
@@ -139,7 +139,8 @@ def _class_mean(manifold, data, lower, public, mechanism, split, center, radius,
         data = center[None]
     return private_frechet_mean(manifold, data, split["epsilon_mean"], center, radius,
                                 mechanism=mechanism, rng=rng, allow_approximate=allow_approximate,
-                                sensitivity_size=None if public else int(lower))
+                                sensitivity_size=None if public else int(lower),
+                                max_condition=max_condition)
 
 
 class _Checked(Exception):
@@ -155,7 +156,8 @@ class _CheckOnly:
 
 
 def smallest_releasable_size(manifold: Manifold, center: Array, radius: float, epsilon: float,
-                             mechanism: str, n: int, allow_approximate: bool) -> int:
+                             mechanism: str, n: int, allow_approximate: bool,
+                             max_condition: float | None = None) -> int:
     """The smallest class size L in [1, n] at which a class mean calibrated on L
     (``private_frechet_mean`` with ``sensitivity_size=L`` and ``epsilon``) passes every check of
     the release (normalisable, representable, exact or allowed chains), found by bisection: those
@@ -166,7 +168,8 @@ def smallest_releasable_size(manifold: Manifold, center: Array, radius: float, e
         try:
             private_frechet_mean(manifold, center[None], epsilon, center, radius,
                                  mechanism=mechanism, sensitivity_size=size, ledger=_CheckOnly(),
-                                 allow_approximate=allow_approximate, rng=0)
+                                 allow_approximate=allow_approximate, rng=0,
+                                 max_condition=max_condition)
         except _Checked:
             return True
         except ValueError:
@@ -190,7 +193,8 @@ def private_class_means(manifold: Manifold, points: Array, labels: Array, classe
                         min_class_size: int = 1, clip_data: bool = False,
                         ledger: BudgetLedger | MemoryLedger | None = None,
                         rng: np.random.Generator | int | None = None,
-                        allow_approximate: bool = False) -> Release:
+                        allow_approximate: bool = False,
+                        max_condition: float | None = None) -> Release:
     """Differentially private Fréchet means of every class (the module docstring proves it).
 
     Parameters
@@ -222,8 +226,10 @@ def private_class_means(manifold: Manifold, points: Array, labels: Array, classe
         at epsilon_mean (``smallest_releasable_size``, from public parameters, published as
         ``smallest_releasable_size``): the mechanism would refuse them (not normalisable, not
         representable, no exact sampler), after the budget is charged.
-    clip_data, ledger, rng, allow_approximate
-        As in ``private_frechet_mean``; the ledger is charged the whole release once.
+    clip_data, ledger, rng, allow_approximate, max_condition
+        As in ``private_frechet_mean``; the ledger is charged the whole release once. A record
+        above ``max_condition`` is refused (or capped, with ``clip_data``) before anything is
+        charged.
 
     Returns
     -------
@@ -251,9 +257,11 @@ def private_class_means(manifold: Manifold, points: Array, labels: Array, classe
         raise ValueError(f"points must have shape (n, {', '.join(map(str, manifold.point_shape))}) "
                          f"(one point per record), got {x.shape}")
     codes, k = _encode(labels, classes, len(x))
+    check_condition_cap(manifold, center, max_condition)
+    x, capped = enforce_condition(manifold, x, max_condition, clip_data)
     x, clipped = enforce_ball(manifold, x, center, radius, clip_data)
     releasable = smallest_releasable_size(manifold, center, radius, split["epsilon_mean"],
-                                          mechanism, len(x), allow_approximate)
+                                          mechanism, len(x), allow_approximate, max_condition)
     least = max(min_class_size, releasable)
     rng, public = as_generator(rng), class_sizes == "public"
     releases, fallback = [], []
@@ -266,7 +274,7 @@ def private_class_means(manifold: Manifold, points: Array, labels: Array, classe
                 releases.append(None)
                 continue
             releases.append(_class_mean(manifold, x[codes == c], lower[c], public, mechanism, split,
-                                        center, radius, rng, allow_approximate))
+                                        center, radius, rng, allow_approximate, max_condition))
     if fallback:
         warnings.warn(f"{len(fallback)} of {k} classes have a {'declared' if public else 'released'} "
                       f"size below {least} (min_class_size = {min_class_size}, the mechanism "
@@ -275,7 +283,9 @@ def private_class_means(manifold: Manifold, points: Array, labels: Array, classe
                       stacklevel=2)
     return _release(releases, center, target, split, lower, noisy, t, fallback, classes, mechanism,
                     class_sizes, {"n": len(x), "radius": float(radius),
-                                  "smallest_releasable_size": releasable}, clipped)
+                                  "smallest_releasable_size": releasable,
+                                  **condition_parameters(manifold, max_condition)},
+                    {"clipped": clipped, "capped": capped} if capped else clipped)
 
 
 def _release(releases, center, target, split, lower, noisy, t, fallback, classes, mechanism,

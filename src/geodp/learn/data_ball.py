@@ -10,6 +10,8 @@ import numpy as np
 from ..chunked import ChunkedSample
 from ..manifolds import Manifold
 from ..manifolds.base import Array, represents_distance
+from ..manifolds.capabilities import has
+from ..parameters import ParameterError
 
 
 CLIP_WARNING = 0.05
@@ -150,6 +152,69 @@ def enforce_ball(manifold: Manifold, points: Array | ChunkedSample, center: Arra
                       f"radius this small distorts it (the count is in the release's diagnostics)",
                       ClippingWarning, stacklevel=3)
     return clipped, count
+
+
+def check_condition_cap(manifold: Manifold, center: Array, max_condition: float | None) -> None:
+    """Validate a public condition cap K = ``max_condition`` before any data are read: a number
+    >= 1, on a manifold where the cap has a meaning (the ``cap_condition`` capability), and no
+    smaller than the public center's condition (the ball's geodesics from the center then keep
+    condition <= K: the certified mean's projection relies on it). Errors name
+    ``max_condition`` and quote public values only."""
+    if max_condition is None:
+        return
+    if not has(manifold, "cap_condition"):
+        raise ParameterError(f"{{max_condition}} applies to manifolds whose points have a "
+                             f"condition number with a geodesically convex cap (affine-invariant "
+                             f"SPD), not to {manifold!r}", "max_condition")
+    try:
+        k = float(max_condition)
+    except (TypeError, ValueError):
+        k = float("nan")
+    if not (np.isfinite(k) and k >= 1.0):
+        raise ParameterError(f"{{max_condition}} must be a finite number >= 1 (a bound on "
+                             f"lambda_max / lambda_min of every record), got {max_condition!r}",
+                             "max_condition")
+    own = float(manifold.condition_numbers(center))
+    if not own <= k:
+        raise ParameterError(f"{{max_condition}} = {k:g} is below the condition number "
+                             f"{own:.6g} of the public center: choose a center of condition at "
+                             f"most {{max_condition}} (e.g. a multiple of the identity) or a "
+                             f"larger {{max_condition}}", "max_condition", "center")
+
+
+def enforce_condition(manifold: Manifold, points: Array | ChunkedSample,
+                      max_condition: float | None,
+                      clip_data: bool) -> tuple[Array | ChunkedSample, int]:
+    """Records of condition at most K = ``max_condition`` (``Manifold.condition_numbers``), and
+    how many were capped; unchanged when no cap is given.
+
+    Without ``clip_data`` a record above K raises ``RecordsOutsideBound`` naming
+    ``max_condition`` (never how many records nor their conditions); with it each such record
+    is replaced by its metric projection onto {cond <= K} (``Manifold.cap_condition``: the same
+    eigenvectors, log-eigenvalues clipped to a window of width log K), a fixed map of each record,
+    so neighbouring data sets stay neighbours. Call it before ``enforce_ball``: clipping into the
+    ball afterwards keeps condition <= K when the center's is (``check_condition_cap``).
+    """
+    if max_condition is None:
+        return points, 0
+    k = float(max_condition)
+    if isinstance(points, ChunkedSample):
+        n = points.n
+        count = int(points.reduce(lambda x, w: int(np.sum(~(manifold.condition_numbers(x) <= k))),
+                                  lambda a, b: a + b))
+    else:
+        n, count = len(points), int(np.sum(~(manifold.condition_numbers(points) <= k)))
+    if count == 0:
+        return points, 0
+    if not clip_data:
+        raise RecordsOutsideBound(count, n, "records have a condition number above "
+                                  "{max_condition}", "cap their condition numbers (eigenvalues "
+                                  "clipped to that ratio, eigenvectors kept)",
+                                  "choose a larger public {max_condition} (fixed without looking "
+                                  "at the data)")
+    if isinstance(points, ChunkedSample):
+        return points.map_points(lambda x: manifold.cap_condition(x, k)), count
+    return manifold.cap_condition(points, k), count
 
 
 def clipped_tangent_coords(manifold: Manifold, base: Array, points: Array,

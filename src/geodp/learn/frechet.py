@@ -10,6 +10,7 @@ import numpy as np
 from ..chunked import ChunkedSample, InMemorySample, as_sample, is_chunked
 from ..manifolds import Manifold
 from ..manifolds.base import Array, as_generator, manifold_first
+from ..manifolds.capabilities import has
 from ..mechanisms import NotNormalisableError, RiemannianLaplace
 from ..mechanisms.registry import Mechanism, lookup
 from ..parameters import ParameterError, Spelled, literal, option_without_effect
@@ -22,9 +23,10 @@ from ..mechanisms.mcmc import exact_alternatives
 from ..statistics import curvature_factor, frechet_mean_sensitivity
 from ..statistics.certified import CertifiedMean, certified_mean, into_ball, mean_tolerance
 from ..statistics.sensitivity import kng_mean_sensitivity
-from .data_ball import enforce_ball
+from .data_ball import check_condition_cap, enforce_ball, enforce_condition
 from .dp_rgd import dp_rsgd
-from .release import Release, delta_caveat, diameter_bound, noise_caveat, reserved
+from .release import (Release, delta_caveat, diameter_bound, noise_caveat, reserved,
+                      tolerance_caveat)
 
 SUBSAMPLE_FRACTION = 0.05
 
@@ -93,8 +95,8 @@ class FootpointNotNormalisable(Spelled, NotNormalisableError):
     options that avoid it."""
 
 
-def _footpoint_mechanism(manifold, n, center, radius, epsilon_fp,
-                         allow_approximate) -> tuple[RiemannianLaplace, int]:
+def _footpoint_mechanism(manifold, n, center, radius, epsilon_fp, allow_approximate,
+                         max_condition=None) -> tuple[RiemannianLaplace, int]:
     """The Riemannian Laplace that releases the mean of a random 5% subsample (m points).
 
     Its computed mean has the Theorem 2 sensitivity for m = ceil(0.05 n) points plus
@@ -104,10 +106,10 @@ def _footpoint_mechanism(manifold, n, center, radius, epsilon_fp,
     """
     m = max(1, math.ceil(SUBSAMPLE_FRACTION * n))
     delta_sub = frechet_mean_sensitivity(manifold, radius, m) + computed_mean_slack(
-        manifold, center, radius)[1]
+        manifold, center, radius, max_condition)[1]
     try:
         return RiemannianLaplace(manifold, delta_sub / epsilon_fp, allow_approximate=allow_approximate,
-                                 chain_ball=(center, radius)), m
+                                 chain_ball=(center, radius), max_condition=max_condition), m
     except NotNormalisableError as exc:
         raise FootpointNotNormalisable(
             f"private footpoint selection: the Riemannian Laplace release of the mean of a "
@@ -118,7 +120,7 @@ def _footpoint_mechanism(manifold, n, center, radius, epsilon_fp,
 
 
 def _private_footpoint(mech: RiemannianLaplace, m: int, x, center, radius: float,
-                       rng) -> tuple[Array, dict]:
+                       rng, max_condition: float | None = None) -> tuple[Array, dict]:
     """Draw the subsample (indices from ``rng`` alone), take its mean, release it with ``mech``,
     and move the release into the public ball (the center if it left double precision): a map of
     the released value alone (post-processing), so that the main law, checked before the
@@ -129,7 +131,8 @@ def _private_footpoint(mech: RiemannianLaplace, m: int, x, center, radius: float
         subsample = ChunkedSample(mech.manifold, x.points[idx], validate=False)
     else:
         subsample = x[rng.choice(len(x), size=m, replace=False)]
-    sub_mean = certified_mean(mech.manifold, subsample, center, radius).mean
+    sub_mean = certified_mean(mech.manifold, subsample, center, radius,
+                              max_condition=max_condition).mean
     value = mech.sample(sub_mean, rng=rng)
     value = (into_ball(mech.manifold, value, center, radius) if np.all(np.isfinite(value))
              else center)
@@ -142,7 +145,8 @@ class _Request:
     ball, the target guarantee, Theorem 2's sensitivity, and where the budget and noise come
     from. ``sensitivity`` is that of the computed mean: Theorem 2's Delta plus ``slack``
     = 2 tau / lambda for the public gradient tolerance ``tolerance`` (``computed_mean_slack``).
-    ``clipped`` is a diagnostic (how many records ``clip_data`` moved)."""
+    ``clipped`` is a diagnostic (how many records ``clip_data`` moved). ``max_condition`` is the
+    public cap on the records' condition numbers, or None."""
 
     spec: Mechanism
     manifold: Manifold
@@ -159,6 +163,7 @@ class _Request:
     clipped: dict | int
     allow_approximate: bool
     caveats: list[str]
+    max_condition: float | None = None
 
     def label(self) -> str:
         return f"Fréchet mean ({self.spec.name}, {self.target.describe()})"
@@ -176,6 +181,7 @@ class _Options:
     lr: float = 0.7
     secure: bool = False
     allow_approximate: bool = False
+    max_condition: float | None = None
 
 
 def is_private(footpoint) -> bool:
@@ -197,7 +203,9 @@ def unused_options(mechanism: str, given: set[str], footpoint) -> ParameterError
              "steps": (spec.name == "dp-rgd", "{mechanism} 'dp-rgd'"),
              "lr": (spec.name == "dp-rgd", "{mechanism} 'dp-rgd'"),
              "allow_approximate": (not spec.always_exact or is_private(footpoint),
-                                   "a sampler that may need MCMC")}
+                                   "a sampler that may need MCMC"),
+             "max_condition": (spec.name != "dp-rgd", "a mechanism that computes the Fréchet "
+                               "mean (all but 'dp-rgd')")}
     return option_without_effect(given, needs, f"'{spec.name}'", "mechanism", "footpoint")
 
 
@@ -207,7 +215,7 @@ def _check_options(spec: Mechanism, opts: _Options, center, radius) -> None:
         raise ValueError("center and radius of the public data ball are required")
     check_positive("radius", radius)
     defaults = _Options()
-    given = {k for k in ("footpoint_budget", "steps", "lr", "allow_approximate")
+    given = {k for k in ("footpoint_budget", "steps", "lr", "allow_approximate", "max_condition")
              if getattr(opts, k) != getattr(defaults, k)}
     refusal = unused_options(spec.name, given, opts.footpoint)
     if refusal is not None:
@@ -255,14 +263,17 @@ def _records(manifold: Manifold, points) -> tuple[Array | ChunkedSample, int]:
 def _exact_mean(req: _Request) -> CertifiedMean:
     """The sample's Fréchet mean within the public tau / lambda of the exact minimiser
     (``certified_mean``; it never refuses, whatever the data)."""
-    return certified_mean(req.manifold, req.x, req.center, req.radius)
+    return certified_mean(req.manifold, req.x, req.center, req.radius,
+                          max_condition=req.max_condition)
 
 
-def computed_mean_slack(manifold: Manifold, center: Array, radius: float) -> tuple[float, float]:
+def computed_mean_slack(manifold: Manifold, center: Array, radius: float,
+                        max_condition: float | None = None) -> tuple[float, float]:
     """(tau, 2 tau / lambda): the public gradient tolerance of ``certified_mean`` and what it adds
     to the sensitivity of the computed mean (each computed mean lies within tau / lambda of the
-    exact one, lambda = ``curvature_factor``)."""
-    tau = mean_tolerance(manifold, center, radius)
+    exact one, lambda = ``curvature_factor``); a worst case under the cap ``max_condition``, an
+    estimate without it on affine-invariant SPD (``mean_tolerance``)."""
+    tau = mean_tolerance(manifold, center, radius, max_condition)
     return tau, 2.0 * tau / curvature_factor(radius, manifold.curvature_bounds[1])
 
 
@@ -334,10 +345,17 @@ def _kng_mean(req: _Request, opts: _Options) -> Release:
                                           proposal=proposal)
     return Release(value=value, guarantee=req.target, sensitivity=mech.sensitivity,
                    scale=mech.scale, mechanism=req.spec.title, exact_sampler=info.exact,
-                   parameters={"n": req.n, "radius": radius, "strong_convexity": lam},
+                   parameters={"n": req.n, "radius": radius, "strong_convexity": lam,
+                               **condition_parameters(manifold, req.max_condition)},
                    diagnostics={"clipped": req.clipped, "frechet_iterations": fit.iterations,
                                 "descent_steps": fit.descent_steps, "sampler": info.as_dict()},
                    theorem=req.spec.theorem, equivalent=equivalents(req.target))
+
+
+def _cap(req: _Request) -> dict:
+    """The keyword that passes a condition cap to a mechanism's ``sampler``: none without a cap,
+    so that mechanisms registered before the keyword existed keep working where it is unused."""
+    return {} if req.max_condition is None else {"max_condition": req.max_condition}
 
 
 def _output_law(req: _Request, opts: _Options):
@@ -352,7 +370,7 @@ def _output_law(req: _Request, opts: _Options):
     if is_private(opts.footpoint):
         eps_fp, main = split_guarantee(req.target, opts.footpoint_budget)
         fp_mech, fp_size = _footpoint_mechanism(manifold, req.n, center, req.radius, eps_fp,
-                                                req.allow_approximate)
+                                                req.allow_approximate, req.max_condition)
         with exact_alternatives("a public footpoint (the default: the center)",
                                 "a larger footpoint_budget"):
             fp_mech.check_exact(req.rng)
@@ -363,6 +381,7 @@ def _output_law(req: _Request, opts: _Options):
     req.caveats.extend([noise] if noise else [])
     params = {"n": req.n, "radius": req.radius, "restricted_to_ball": opts.restrict,
               "mean_tolerance": req.tolerance, "sensitivity": req.sensitivity}
+    params.update(condition_parameters(req.manifold, req.max_condition))
     if spec.takes_footpoint:
         params.update(tangent_sensitivity=tangent, main_guarantee=main.describe())
     if fp_mech is not None:  # footpoints f in the ball: draws reach 2 r + noise from f, 3 r from c
@@ -370,7 +389,8 @@ def _output_law(req: _Request, opts: _Options):
         return None, scale, (fp_mech, fp_size, eps_fp), params
     footpoint = None if opts.footpoint is None else manifold.check_point(opts.footpoint)
     law = spec.sampler(manifold, scale, ball=(center, req.radius), footpoint=footpoint,
-                       restrict=opts.restrict, allow_approximate=req.allow_approximate)
+                       restrict=opts.restrict, allow_approximate=req.allow_approximate,
+                       **_cap(req))
     law.check_exact(req.rng)
     if spec.takes_footpoint:
         law.check_representable(float(manifold.dist(law.footpoint, center)) + req.radius)
@@ -391,13 +411,13 @@ def _output_mean(req: _Request, opts: _Options) -> Release:
         if private_fp is not None:
             fp_mech, fp_size, eps_fp = private_fp
             footpoint, fp_info = _private_footpoint(fp_mech, fp_size, req.x, req.center,
-                                                     req.radius, req.rng)
+                                                     req.radius, req.rng, req.max_condition)
             diagnostics["private_footpoint_sampler"] = fp_info.pop("sampler")
             exact = diagnostics["private_footpoint_sampler"]["exact"]
             params.update(private_footpoint={"epsilon": eps_fp, **fp_info},
                           footpoint=np.asarray(footpoint).tolist())
             law = spec.sampler(req.manifold, scale, ball=(req.center, req.radius),
-                               footpoint=footpoint)
+                               footpoint=footpoint, **_cap(req))
         value = law.sample(fit.mean, rng=req.rng)
         exact = exact and law.last_info.exact
         diagnostics["sampler"] = law.last_info.as_dict()
@@ -421,7 +441,8 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
                          footpoint: Array | str | None = None,
                          tangent_sensitivity: float | None = None, footpoint_budget: float = 0.1,
                          steps: int = 3, lr: float = 0.7, allow_approximate: bool = False,
-                         secure: bool = False, sensitivity_size: int | None = None) -> Release:
+                         secure: bool = False, sensitivity_size: int | None = None,
+                         max_condition: float | None = None) -> Release:
     """A differentially private Fréchet mean of data in the public ball B_radius(center).
 
     Mechanisms:
@@ -489,6 +510,20 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
         n. It is not compared with n (the comparison would itself reveal something about n): a
         value above the true count voids the guarantee. Refused with ``"dp-rgd"`` (which divides
         the gradient sum by n) and with a private footpoint (its subsample size comes from n).
+    max_condition : float, optional
+        A public bound K on the condition number lambda_max / lambda_min of every record, on
+        manifolds that offer it (affine-invariant SPD: ``Manifold.cap_condition``); it must be at
+        least the center's. The set {cond <= K} is geodesically convex, so the mean obeys it too,
+        and K makes two of the release's numerical guarantees worst cases over the public ball:
+        the computed mean's tolerance tau (``Manifold.capped_gradient_rounding``, about
+        eps n^2 K^2: keep K far below 1/sqrt(machine epsilon)) and, for the unrestricted Laplace,
+        the bound on the chance that its draw leaves double precision
+        (``mechanisms.spd_laplace.check_representable``, checked before the ledger reserves).
+        Records above K are refused, or with ``clip_data`` their eigenvalues are clipped to a
+        window of ratio K (a fixed map of each record). Published in ``parameters``. Without it
+        both are estimates on affine-invariant SPD (for well-conditioned records, not worst cases
+        over the ball), which the release states: ``parameters["numerical_bounds"]`` is
+        ``"estimates"``.
 
     Returns
     -------
@@ -525,9 +560,10 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
     target = target_guarantee(spec.name, spec.notions, epsilon, delta, mu, rdp)
     opts = _Options(restrict, footpoint, None if tangent_sensitivity is None else
                     float(tangent_sensitivity), footpoint_budget, steps, lr, secure,
-                    allow_approximate)
+                    allow_approximate, max_condition)
     _check_options(spec, opts, center, radius)
     center = manifold.check_point(center)
+    check_condition_cap(manifold, center, max_condition)
     if opts.footpoint is not None and not is_private(opts.footpoint):
         manifold.check_point(opts.footpoint)
     x, n = _records(manifold, points)
@@ -540,17 +576,32 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
     if opts.tangent_sensitivity is not None and not 0 < opts.tangent_sensitivity <= sensitivity:
         raise ValueError(f"tangent_sensitivity must lie in (0, Delta = {sensitivity:.6g}]: Log_p0 "
                          f"is a contraction, so Delta always bounds it; got {tangent_sensitivity}")
+    cap = None if max_condition is None else float(max_condition)
+    x, capped = enforce_condition(manifold, x, cap, clip_data)
     x, clipped = enforce_ball(manifold, x, center, radius, clip_data)
-    tolerance, slack = computed_mean_slack(manifold, center, float(radius))
+    tolerance, slack = computed_mean_slack(manifold, center, float(radius), cap)
+    moved = {"records_clipped": clipped, "fraction": clipped / n} if clipped else clipped
+    if capped:
+        moved = {**(moved or {}), "records_capped": capped}
     req = _Request(spec, manifold, x, size, center, float(radius), target, sensitivity + slack,
-                   tolerance, slack, ledger,
-                   as_generator(rng), {"records_clipped": clipped, "fraction": clipped / n}
-                   if clipped else clipped, allow_approximate, [])
+                   tolerance, slack, ledger, as_generator(rng), moved, allow_approximate, [], cap)
     large_delta = delta_caveat(getattr(target, "delta", None), size)
-    req.caveats.extend([large_delta] if large_delta else [])
+    wide_cap = tolerance_caveat(slack, sensitivity, cap)
+    req.caveats.extend(c for c in (large_delta, wide_cap) if c)
     release = (_output_mean if spec.perturbs == "output" else _OBJECTIVE_RELEASES[spec.name])(req, opts)
     rel = replace(release, caveats=tuple(req.caveats) + release.caveats)
     return rel if sensitivity_size is None else _size_public(rel, n)
+
+
+def condition_parameters(manifold: Manifold, max_condition: float | None) -> dict:
+    """The public parameters of a condition cap, on manifolds that offer one (else none):
+    ``max_condition`` (K or None) and ``numerical_bounds``, which says whether the computed
+    mean's tolerance and the Laplace's representability bound are worst cases over the public
+    ball (under K) or estimates for well-conditioned records (without K)."""
+    if not has(manifold, "cap_condition"):
+        return {}
+    kind = "estimates" if max_condition is None else "worst case for records of condition <= K"
+    return {"max_condition": max_condition, "numerical_bounds": kind}
 
 
 def _calibration_size(n: int, sensitivity_size: int | None, spec: Mechanism, footpoint) -> int:

@@ -32,6 +32,30 @@ class NoiseDominatesWarning(Spelled, UserWarning):
     public = True
 
 
+class ToleranceDominatesWarning(Spelled, UserWarning):
+    """The computed mean's worst-case tolerance under a condition cap adds more to the
+    sensitivity than Theorem 2's Delta itself: the cap is large for double precision, and a
+    smaller public cap (with ``clip_data``) gives less noise. Raised from public parameters:
+    ``public``."""
+
+    public = True
+
+
+def tolerance_caveat(slack: float, sensitivity: float,
+                     max_condition: float | None) -> ToleranceDominatesWarning | None:
+    """Warn and return a ``ToleranceDominatesWarning`` when a cap's slack 2 tau / lambda exceeds
+    Theorem 2's sensitivity; None otherwise (or without a cap)."""
+    if max_condition is None or not slack > sensitivity:
+        return None
+    caveat = ToleranceDominatesWarning(
+        f"{{max_condition}} = {max_condition:g} makes the computed mean's worst-case tolerance "
+        f"add {slack:.3g} to the sensitivity {sensitivity:.3g} (the rounding bound grows as "
+        f"eps n^2 K^2): a smaller public {{max_condition}} with {{clip_data}} reduces the noise",
+        "max_condition", "clip_data")
+    warnings.warn(caveat, stacklevel=3)
+    return caveat
+
+
 def delta_caveat(delta: float | None, n: int) -> LargeDeltaWarning | None:
     """Warn and return a ``LargeDeltaWarning`` for a delta >= 1/n (n public); None otherwise."""
     if delta is None or not delta >= 1.0 / n:

@@ -183,7 +183,8 @@ class Manifold(ABC):
     point/tangent defects behind ``check_point``/``check_tangent``. Everything else is an
     optional capability (``@optional``: ``log`` and ``dist``, ``transport``, ``exp_adjoints``,
     ``volume_density``, ``curvature_bounds``, ``injectivity_radius``, ``egrad_to_rgrad``,
-    ``radial_volume``, ``eigen_laplace_size``, ``diameter``, ``before_cut_locus``): a manifold
+    ``radial_volume``, ``eigen_laplace_size``, ``diameter``, ``before_cut_locus``,
+    ``condition_numbers``, ``cap_condition``, ``capped_gradient_rounding``): a manifold
     without it raises ``MissingCapability`` naming itself and the method, and ``capabilities.has``
     says so up front.
     ``tolerance`` is the distance from the manifold (in the ambient representation) that
@@ -299,6 +300,23 @@ class Manifold(ABC):
     def eigen_laplace_size(self) -> int:
         """n of affine-invariant SPD(n), whose Riemannian Laplace factorises over a Haar
         rotation and eigenvalues (Hajri et al. 2016): the exact SPD sampler needs it."""
+
+    @optional
+    def condition_numbers(self, x: Array) -> Array:
+        """The condition number of each point of ``x`` ``(..., *point_shape)``, on manifolds whose
+        points have one and on which the set {cond <= K} is geodesically convex (affine-invariant
+        SPD): the records' public cap ``max_condition`` is checked with it."""
+
+    @optional
+    def cap_condition(self, x: Array, max_condition: float) -> Array:
+        """The metric projection of each point of ``x`` onto {cond <= max_condition}: the
+        per-record map of ``clip_data`` under a condition cap, and the certified mean's."""
+
+    @optional
+    def capped_gradient_rounding(self, center: Array, radius: float,
+                                 max_condition: float) -> float:
+        """A worst-case bound on the rounding error that ``gradient_rounding`` estimates, over
+        the points of B_radius(center) of condition at most ``max_condition``."""
 
     # ----------------------------------------------------------------- maps
     @abstractmethod

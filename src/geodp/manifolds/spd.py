@@ -6,6 +6,7 @@ from functools import reduce
 
 import numpy as np
 
+from . import _condition as cond
 from . import _matrix as mx
 from . import _triangular as tri
 from ._special import cosh_sinhc, log_sinhc
@@ -409,6 +410,19 @@ class AffineInvariantSPD(SPD):
     @property
     def eigen_laplace_size(self) -> int:
         return self.n
+
+    def condition_numbers(self, x: Array) -> Array:
+        return cond.condition_numbers(x)
+
+    def cap_condition(self, x: Array, max_condition: float) -> Array:
+        """Log-eigenvalues clipped to a window of width log K (``_condition.cap_condition``)."""
+        return cond.cap_condition(x, max_condition)
+
+    def capped_gradient_rounding(self, center: Array, radius: float,
+                                 max_condition: float) -> float:
+        """eps n^2 (4 kappa + 2 r K), kappa = min(min(K, cond(C) e^(sqrt 2 r))^2, e^(2 sqrt 2 r))
+        (derived in ``_condition.capped_gradient_rounding``)."""
+        return cond.capped_gradient_rounding(self.n, center, radius, max_condition)
 
     def ambient_radius(self, center: Array, radius: float) -> float:
         """lambda_max(center) (e^r - 1) (Reimherr et al. 2021, supplement A.2.2, Proposition 1,

@@ -87,6 +87,14 @@ class RiemannianLaplace:
     decision once, from the public parameters, before any data are read: exact or not, and a
     refusal, never depend on the data.
 
+    On affine-invariant SPD an unrestricted draw may leave double precision (its eigenvalues
+    spanning beyond what a double matrix holds); the whole call then raises
+    ``UnrepresentableScaleError``. ``max_condition`` = K, a public bound on the condition of every
+    footpoint the mechanism will be given, makes the refusal at construction a worst case: the
+    scale is refused unless that chance is at most ``MAX_UNREPRESENTABLE`` around every footpoint
+    of condition <= K (``spd_laplace.unrepresentable_bound``). Without it the check covers
+    well-conditioned footpoints of SPD(2) only.
+
     Examples
     --------
     >>> import numpy as np
@@ -103,8 +111,15 @@ class RiemannianLaplace:
 
     def __init__(self, manifold: Manifold, scale: float, restrict_to: tuple[Array, float] | None = None,
                  min_acceptance: float = 1e-4, mcmc_burn_in: int = 3000, *,
-                 allow_approximate: bool = False, chain_ball: tuple[Array, float] | None = None):
+                 allow_approximate: bool = False, chain_ball: tuple[Array, float] | None = None,
+                 max_condition: float | None = None):
         self.manifold, self.scale = manifold, check_positive("scale", scale)
+        self.max_condition = None if max_condition is None else float(max_condition)
+        if self.max_condition is not None and not (has(manifold, "eigen_laplace_size")
+                                                   and self.max_condition >= 1.0):
+            raise ValueError(f"max_condition bounds the footpoints' condition numbers for the "
+                             f"Laplace on affine-invariant SPD: it must be a number >= 1 there, "
+                             f"and has no meaning on {manifold!r}; got {max_condition!r}")
         self.min_acceptance, self.mcmc_burn_in = min_acceptance, mcmc_burn_in
         self.allow_approximate = bool(allow_approximate)
         self.chain_ball = chain_ball if chain_ball is None else (manifold.check_point(chain_ball[0]),
@@ -141,7 +156,7 @@ class RiemannianLaplace:
         m = self.manifold
         if has(m, "eigen_laplace_size"):
             law = SPDEigenLaw(m.eigen_laplace_size, self.scale, self.min_acceptance)
-            check_representable(m.eigen_laplace_size, self.scale)
+            check_representable(m.eigen_laplace_size, self.scale, self.max_condition)
             return law
         if not has(m, "radial_volume") and has(m, "before_cut_locus"):
             return tangent_rejection_law(m, self.scale, self.min_acceptance)

@@ -136,7 +136,7 @@ class Mechanism:
 
     def sampler(self, manifold: Manifold, scale: float, *, ball: tuple[Array, float],
                 footpoint: Array | None = None, restrict: bool = False,
-                allow_approximate: bool = False) -> Sampler:
+                allow_approximate: bool = False, max_condition: float | None = None) -> Sampler:
         """The law at ``scale`` (an output mechanism's); objective mechanisms have none."""
         raise NotImplementedError(f"the {self.name} mechanism perturbs the estimator's objective, "
                                   f"not its output: it has no law centred at a point")
@@ -162,10 +162,12 @@ class LaplaceMechanism(OutputMechanism):
 
     def sampler(self, manifold: Manifold, scale: float, *, ball: tuple[Array, float],
                 footpoint: Array | None = None, restrict: bool = False,
-                allow_approximate: bool = False) -> Sampler:
-        """Exact where the manifold allows; MCMC chains start in ``ball`` when allowed."""
+                allow_approximate: bool = False, max_condition: float | None = None) -> Sampler:
+        """Exact where the manifold allows; MCMC chains start in ``ball`` when allowed;
+        ``max_condition`` bounds the footpoints' condition (``RiemannianLaplace``)."""
         return law("RiemannianLaplace")(manifold, scale, restrict_to=ball if restrict else None,
-                                 allow_approximate=allow_approximate, chain_ball=ball)
+                                        allow_approximate=allow_approximate, chain_ball=ball,
+                                        max_condition=max_condition)
 
 
 @dataclass(frozen=True)
@@ -178,8 +180,9 @@ class WrappedMechanism(OutputMechanism):
 
     def sampler(self, manifold: Manifold, scale: float, *, ball: tuple[Array, float],
                 footpoint: Array | None = None, restrict: bool = False,
-                allow_approximate: bool = False) -> Sampler:
-        """Always exact; the footpoint defaults to the ball's center."""
+                allow_approximate: bool = False, max_condition: float | None = None) -> Sampler:
+        """Always exact; the footpoint defaults to the ball's center (its draws' precision is
+        checked from the tangent radius, so ``max_condition`` changes nothing here)."""
         family = law("WrappedLaplace" if self.noise == "laplace" else "WrappedGaussian")
         return family(manifold, scale, ball[0] if footpoint is None else footpoint)
 

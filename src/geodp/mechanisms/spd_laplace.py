@@ -15,7 +15,10 @@ Representability: a draw whose eigenvalues (relative to its footpoint) span a ra
 1/machine epsilon has no double-precision matrix that LAPACK recognises as positive definite,
 however it is computed (rounding its entries alone moves the small eigenvalue past zero). On
 SPD(2) the spread |r_1 - r_2| has the closed-form law used by ``spd2_spread_tail``; scales at which
-it exceeds ``MAX_LOG_CONDITION`` with probability above ``MAX_UNREPRESENTABLE`` are refused.
+it exceeds ``MAX_LOG_CONDITION`` with probability above ``MAX_UNREPRESENTABLE`` are refused. That
+holds around well-conditioned footpoints only. With a public cap K on the footpoints' condition
+(``max_condition``), ``unrepresentable_bound`` bounds the chance for every footpoint of condition
+<= K and every n (``spread_tail_bound``), and ``check_representable`` refuses on it.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import numpy as np
 from scipy import integrate, optimize, special
 
 from ..manifolds._special import log_sinhc
+from ..parameters import Spelled
 from .envelope import accumulate, rejection_sample, tangent_envelope
 from .radial import NotNormalisableError
 
@@ -38,12 +42,59 @@ MAX_LOG_CONDITION = 32.0
 MAX_UNREPRESENTABLE = 1e-12
 
 
+def representable_log_condition(n: int) -> float:
+    """T_n = ``MAX_LOG_CONDITION`` - 2 log(n / 2): a draw Y with log cond(Y) <= T_n is positive
+    definite in double precision once formed as B B^T (``spd_from_polar``). Forming B B^T errs by
+    at most gamma_n ``|B|_F^2`` <= n^2 eps ``|Y|`` (nearly; gamma_n = n eps / (1 - n eps)), and Cholesky
+    runs to completion below a condition of order 1 / (n^2 eps) (Higham, Accuracy and Stability,
+    Thm 10.7): e^(T_n) n^2 eps = 0.07 for every n, the margin that e^32 leaves on SPD(2).
+    Checked in ``tests/test_condition_cap.py`` on draws of condition e^(T_n + 3) for n <= 28."""
+    return MAX_LOG_CONDITION - 2.0 * float(np.log(max(n, 2) / 2.0))
+
+
+def spread_tail_bound(n: int, scale: float, spread: float) -> float:
+    """An upper bound on P(max(r) - min(r) > ``spread``) for the eigenvalue law of SPD(n) at
+    ``scale`` (exact on SPD(2): ``spd2_spread_tail``).
+
+    For n > 2, in polar form r = t u, the law of t given the direction u is proportional to
+    t^N e^(-t/s) e^(phi(t)), N = n - 1 + M, M = n (n - 1) / 2 and
+    phi(t) = sum_{i<j} log sinhc(t a_ij), a_ij = ``|u_i - u_j|`` / 2. phi is convex with
+    0 <= phi' < b(u) = sum a_ij <= 1 / s_crit; so for t >= y, phi(t) <= phi(y) + b (t - y), and
+    for t <= y, phi(t) >= phi(y) - b (y - t). Both bounds turn the conditional tail at y into
+    at most that of a Gamma(N + 1, rate 1/s - b) law, and 1/s - b >= lambda = 1/s - 1/s_crit.
+    The spread is t (max u - min u) <= sqrt 2 t, and a ratio of integrals over u is at most the
+    largest ratio over u: P(spread > x) <= Q(n (n + 1) / 2, lambda x / sqrt 2), Q the
+    regularised upper incomplete gamma function.
+    """
+    if spread <= 0.0:
+        return 1.0
+    if n == 2:
+        return spd2_spread_tail(scale, spread)
+    rate = 1.0 / scale - 1.0 / spd_critical_scale(n)
+    return float(special.gammaincc(n * (n + 1) / 2.0, rate * spread / np.sqrt(2.0)))
+
+
+def unrepresentable_bound(n: int, scale: float, max_condition: float = 1.0) -> float:
+    """A bound on the chance that one draw of the Laplace on SPD(n) at ``scale`` around any
+    footpoint P of condition <= K = ``max_condition`` is beyond double precision: the draw
+    Y = L U e^r U^T L^T has cond(Y) <= cond(P) e^(max r - min r), and Y is representable when
+    log cond(Y) <= T_n (``representable_log_condition``); so the chance is at most
+    P(max r - min r > T_n - log K) (``spread_tail_bound``). K = 1 gives the chance around
+    well-conditioned footpoints only."""
+    return spread_tail_bound(n, scale, representable_log_condition(n) - float(np.log(max_condition)))
+
+
 class LowAcceptanceError(RuntimeError):
     """Every exact sampler would accept fewer than the minimum fraction of proposals."""
 
 
 class UnrepresentableScaleError(NotNormalisableError):
     """The law exists, but its draws are too often beyond double-precision SPD matrices."""
+
+
+class UnrepresentableUnderCapError(Spelled, UnrepresentableScaleError):
+    """``UnrepresentableScaleError`` for footpoints of condition up to a public cap: the message
+    names ``max_condition`` in the caller's spelling (``--max-condition`` on the command line)."""
 
 
 def spd_critical_scale(n: int) -> float:
@@ -94,18 +145,35 @@ def spd2_representable_scale() -> float:
         0.1, 0.999 * spd_critical_scale(2), xtol=1e-6))
 
 
-def check_representable(n: int, scale: float) -> None:
-    """Refuse a scale of SPD(2) whose draws too often leave double precision (see the module
-    notes); no bound is computed for n > 2, where ``spd_from_polar`` still guards every draw."""
-    if n != 2 or spd2_spread_tail(scale, MAX_LOG_CONDITION) <= MAX_UNREPRESENTABLE:
+def check_representable(n: int, scale: float, max_condition: float | None = None) -> None:
+    """Refuse, from public parameters alone, a scale whose draws too often leave double precision.
+
+    With ``max_condition`` = K: refused when ``unrepresentable_bound`` (a worst case over every
+    footpoint of condition <= K, every n) exceeds ``MAX_UNREPRESENTABLE``. Without it, on SPD(2)
+    only and around well-conditioned footpoints (K = 1: an estimate, not a worst case); no bound
+    is computed for n > 2, where ``spd_from_polar`` still guards every draw. The error names the
+    scale, the cap and the bound, never a statistic of the data."""
+    if max_condition is None:
+        if n != 2 or unrepresentable_bound(2, scale) <= MAX_UNREPRESENTABLE:
+            return
+        raise UnrepresentableScaleError(
+            f"the Riemannian Laplace on SPD(2) at scale {scale:.4g} would release, with probability "
+            f"above {MAX_UNREPRESENTABLE:g}, matrices whose eigenvalues span more than "
+            f"e^{MAX_LOG_CONDITION:g} relative to the footpoint, which no double-precision "
+            f"positive-definite matrix can hold; scale must be at most "
+            f"{spd2_representable_scale():.4g}. Use a larger epsilon or more records (both lower the "
+            f"scale), or restrict the release to a ball (restrict_to)")
+    bound = unrepresentable_bound(n, scale, max_condition)
+    if bound <= MAX_UNREPRESENTABLE:
         return
-    raise UnrepresentableScaleError(
-        f"the Riemannian Laplace on SPD(2) at scale {scale:.4g} would release, with probability "
-        f"above {MAX_UNREPRESENTABLE:g}, matrices whose eigenvalues span more than "
-        f"e^{MAX_LOG_CONDITION:g} relative to the footpoint, which no double-precision "
-        f"positive-definite matrix can hold; scale must be at most "
-        f"{spd2_representable_scale():.4g}. Use a larger epsilon or more records (both lower the "
-        f"scale), or restrict the release to a ball (restrict_to)")
+    raise UnrepresentableUnderCapError(
+        f"the Riemannian Laplace on SPD({n}) at scale {scale:.4g} around a footpoint of condition "
+        f"up to {{max_condition}} = {max_condition:g} may release matrices beyond double "
+        f"precision (condition above e^{representable_log_condition(n):.4g}) with probability up "
+        f"to {bound:.3g}, above the accepted {MAX_UNREPRESENTABLE:g}. Use a smaller "
+        f"{{max_condition}} (with {{clip_data}}), a larger {{epsilon}} or more records (a smaller "
+        f"scale), or restrict the release to the ball ({{restrict}})", "max_condition",
+        "clip_data", "epsilon", "restrict")
 
 
 def haar_orthogonal(n: int, size: int, rng: np.random.Generator) -> np.ndarray:

@@ -33,10 +33,16 @@ TOLERANCE_FACTOR = 100.0
 FAST_PASSES = 500
 
 
-def mean_tolerance(manifold: Manifold, center: Array, radius: float) -> float:
+def mean_tolerance(manifold: Manifold, center: Array, radius: float,
+                   max_condition: float | None = None) -> float:
     """tau: the public bound on ``|grad F|`` at the certified mean of data in B_radius(center),
-    ``TOLERANCE_FACTOR`` times the manifold's public bound on the rounding error of the gradient
-    (``Manifold.gradient_rounding``).
+    ``TOLERANCE_FACTOR`` times the manifold's public bound on the rounding error of the gradient.
+
+    Without ``max_condition`` that bound is ``Manifold.gradient_rounding``, an estimate (on
+    affine-invariant SPD not a worst case over the ball, whose matrices may be conditioned up to
+    cond(C) e^(sqrt 2 r)). With a public cap K = ``max_condition`` on the records' condition
+    numbers it is ``Manifold.capped_gradient_rounding``, a worst case over the ball's points of
+    condition at most K (a capability; ``MissingCapability`` elsewhere).
 
     Examples
     --------
@@ -46,8 +52,12 @@ def mean_tolerance(manifold: Manifold, center: Array, radius: float) -> float:
     >>> float(mean_tolerance(Euclidean(2), np.array([1e5, 0.0]), 1.0)) < 1e-7
     True
     """
-    return TOLERANCE_FACTOR * float(manifold.gradient_rounding(np.asarray(center, dtype=float),
-                                                               float(radius)))
+    center = np.asarray(center, dtype=float)
+    if max_condition is None:
+        rounding = manifold.gradient_rounding(center, float(radius))
+    else:
+        rounding = manifold.capped_gradient_rounding(center, float(radius), float(max_condition))
+    return TOLERANCE_FACTOR * float(rounding)
 
 
 @dataclass(frozen=True)
@@ -78,6 +88,18 @@ def into_ball(manifold: Manifold, point: Array, center: Array, radius: float) ->
     return point if size <= radius else manifold.exp(center, (radius / size) * v)
 
 
+def into_domain(manifold: Manifold, point: Array, center: Array, radius: float,
+                max_condition: float | None = None) -> Array:
+    """``into_ball``, after the metric projection onto {cond <= max_condition} when a cap is
+    given (``Manifold.cap_condition``). With cond(center) <= K the result lies in both sets (the
+    geodesic from the center to a point of condition <= K keeps condition <= K: the set is
+    geodesically convex), and each projection moves no point farther from the exact mean, which
+    lies in both."""
+    if max_condition is not None:
+        point = manifold.cap_condition(point, max_condition)
+    return into_ball(manifold, point, center, radius)
+
+
 def descent_steps(manifold: Manifold, radius: float, tolerance: float) -> tuple[int, float]:
     """(N, eta): projected Riemannian gradient descent m <- P(Exp_m(-eta grad F)) from any point
     of the ball ends within tau / (2 lambda) of the exact mean after N steps.
@@ -100,9 +122,15 @@ def descent_steps(manifold: Manifold, radius: float, tolerance: float) -> tuple[
     return max(1, math.ceil(2.0 * math.log(4.0 * radius * lam / tolerance) / -math.log(q))), eta
 
 
-def certified_mean(manifold: Manifold, points, center: Array, radius: float) -> CertifiedMean:
+def certified_mean(manifold: Manifold, points, center: Array, radius: float, *,
+                   max_condition: float | None = None) -> CertifiedMean:
     """The Fréchet mean of ``points`` (an array ``(n, *point_shape)`` or a chunked sample, all in
     B_radius(center)) to the public tolerance tau = ``mean_tolerance``, never refusing.
+
+    With ``max_condition`` = K (every record, and the center, of condition at most K) the
+    tolerance is the worst case of ``Manifold.capped_gradient_rounding`` and every point the
+    certificate judges is first projected onto {cond <= K} (``into_domain``), where that bound
+    holds; without it the tolerance rests on the estimate ``Manifold.gradient_rounding``.
 
     The fast solver (``frechet_mean`` from the center, stopped at a computed ``|grad F|`` <= tau / 2,
     at most ``FAST_PASSES`` passes) gives a point, projected into the ball (``into_ball``); if
@@ -115,7 +143,7 @@ def certified_mean(manifold: Manifold, points, center: Array, radius: float) -> 
     ran need not be hidden, and no warning or error depends on the data.
     """
     center = np.asarray(center, dtype=float)
-    tau = mean_tolerance(manifold, center, radius)
+    tau = mean_tolerance(manifold, center, radius, max_condition)
     lam = curvature_factor(radius, manifold.curvature_bounds[1])
     data = as_sample(manifold, points)
 
@@ -126,12 +154,12 @@ def certified_mean(manifold: Manifold, points, center: Array, radius: float) -> 
         warnings.simplefilter("ignore", ConvergenceWarning)
         fit = frechet_mean(manifold, data, init=center, tol=0.5 * tau, max_iter=FAST_PASSES,
                            on_spread="ignore")
-    mean = into_ball(manifold, fit.mean, center, radius)
+    mean = into_domain(manifold, fit.mean, center, radius, max_condition)
     gnorm = fit.grad_norm if mean is fit.mean else manifold.norm(mean, gradient(mean))
     if float(gnorm) <= 0.5 * tau:
         return CertifiedMean(mean, tau, lam, fit.iterations, 0)
     steps, eta = descent_steps(manifold, radius, tau)
     for _ in range(steps):  # re-projected onto the manifold, so rounding does not drift off it
         step = manifold.exp(mean, eta * manifold.to_tangent(mean, gradient(mean)))
-        mean = into_ball(manifold, manifold.project(step), center, radius)
+        mean = into_domain(manifold, manifold.project(step), center, radius, max_condition)
     return CertifiedMean(mean, tau, lam, fit.iterations, steps)

@@ -90,7 +90,9 @@ def into_ball(manifold: Manifold, points: Array, center: Array, radius: float,
               outside: Array | None = None) -> tuple[Array, Array]:
     """Each point outside B_radius(center) moved along its geodesic from the center onto the
     boundary, Exp_c(radius Log_c(x)/|Log_c(x)|); and the mask of the points moved (``outside``:
-    that mask when the caller has it already)."""
+    that mask when the caller has it already). A point at the cut locus of the center (no single
+    geodesic: ``Manifold.log_or_nan`` is NaN) goes to the center, as one whose geodesic double
+    precision cannot follow: a fixed map of each record either way."""
     if outside is None:
         with np.errstate(invalid="ignore"):
             outside = ~(manifold.dist(center, points) <= radius)  # a NaN distance is outside
@@ -98,9 +100,11 @@ def into_ball(manifold: Manifold, points: Array, center: Array, radius: float,
         return points, outside
     nd = len(manifold.point_shape)
     with np.errstate(all="ignore"):
-        v = manifold.log(center, points[outside])
-        norms = manifold.norm(center, v).reshape(v.shape[:v.ndim - nd] + (1,) * nd)
-        target = manifold.exp(center, radius * (1 - 1e-12) * v / norms)
+        v = manifold.log_or_nan(center, points[outside])
+        target = np.array(np.broadcast_to(center, v.shape), dtype=float)
+        ok = np.all(np.isfinite(v.reshape(len(v), -1)), axis=1)  # Exp is never asked of a NaN
+        norms = manifold.norm(center, v[ok]).reshape((-1,) + (1,) * nd)
+        target[ok] = manifold.exp(center, radius * (1 - 1e-12) * v[ok] / norms)
     # a record whose geodesic from the center double precision cannot follow goes to the center:
     # still a fixed map of each record, so the guarantee holds for the clipped data
     lost = ~np.all(np.isfinite(target.reshape(len(target), -1)), axis=1)
@@ -237,9 +241,10 @@ def clipped_tangent_coords(manifold: Manifold, base: Array, points: Array,
     clipped : bool array (n,), the rows that were scaled back (a non-private diagnostic)
     """
     with np.errstate(all="ignore"):
-        coords = manifold.to_coords(base, manifold.log(base, points))
-    # a record whose log double precision cannot give contributes 0: a fixed map of the record and
-    # the public or released base, so the sensitivities hold and nothing branches on the data
+        coords = manifold.to_coords(base, manifold.log_or_nan(base, points))
+    # a record whose log double precision cannot give, or at the cut locus of the base (no single
+    # log), contributes 0: a fixed map of the record and the public or released base, so the
+    # sensitivities hold and nothing branches on the data
     coords[~np.all(np.isfinite(coords), axis=-1)] = 0.0
     norms = np.linalg.norm(coords, axis=-1)
     clipped = norms > bound

@@ -327,6 +327,18 @@ class Manifold(ABC):
     def log(self, p: Array, q: Array) -> Array:
         """Riemannian logarithm Log_p(q): the initial velocity of the minimising geodesic."""
 
+    def log_or_nan(self, p: Array, q: Array) -> Array:
+        """Log_p(q), NaN where q lies on the cut locus of p and no single shortest geodesic
+        joins them (the sphere's antipode, a rotation by pi), where ``log`` raises.
+
+        A total map of each pair, for callers that must not branch on a record (clipping into a
+        public or released ball, ``learn.data_ball``): what to do with a NaN row is theirs to
+        fix. Manifolds whose ``log`` is defined everywhere (or, like the Grassmannian, picks one
+        geodesic at the cut locus) inherit ``log`` itself; those whose ``log`` raises there
+        override it.
+        """
+        return self.log(p, q)
+
     @abstractmethod
     def inner(self, p: Array, u: Array, v: Array) -> Array:
         """Riemannian inner product g_p(u, v)."""

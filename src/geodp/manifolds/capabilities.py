@@ -15,7 +15,7 @@ from typing import Any
 
 #: Capabilities that the base class derives from others (``dist`` is |Log_p q|): present when
 #: overridden or when every capability they are derived from is present.
-DERIVED = {"dist": ("log",), "mean_log_and_value": ("log",),
+DERIVED = {"dist": ("log",), "log_or_nan": ("log",), "mean_log_and_value": ("log",),
            "mean_exp_adjoints": ("exp_adjoints",), "mean_residual_adjoints": ("exp_adjoints", "log")}
 
 

@@ -137,6 +137,11 @@ class Product(Manifold):
         self._require("log")
         return self.join(self._map("log", p, q))
 
+    def log_or_nan(self, p: Array, q: Array) -> Array:
+        """Factor-wise: NaN in the parts of the factors at whose cut locus the pair lies."""
+        self._require("log")
+        return self.join(self._map("log_or_nan", p, q))
+
     def dist(self, p: Array, q: Array) -> Array:
         """rho(p, q) = sqrt(sum_i rho_i(p_i, q_i)^2)."""
         self._require("dist")

@@ -67,14 +67,15 @@ def _rodrigues(w: Array) -> Array:
     return np.eye(3) + a[..., None, None] * k + b[..., None, None] * (k @ k)
 
 
-def _rotation_vector(m: Array) -> Array:
-    """The rotation vector w (..., 3) of m (..., 3, 3) in SO(3), expm([w]_x) = m, |w| <= pi.
+def _rotation_vector(m: Array) -> tuple[Array, Array]:
+    """The rotation vector w (..., 3) of m (..., 3, 3) in SO(3), expm([w]_x) = m, |w| <= pi, and
+    the mask (...) of the rotations by pi, where w is NaN.
 
     The angle is theta = atan2(|s|, (tr m - 1)/2), s = vee((m - m^T)/2) = sin(theta) u, accurate at
     every angle. Up to a right angle w = (theta / sin theta) s. Beyond it the axis u comes from
     the symmetric part, (m + m^T)/2 - cos(theta) I = (1 - cos theta) u u^T (its largest column),
     and only its sign from s, so the axis stays accurate up to theta = pi; at theta = pi exactly
-    (s = 0) both signs are minimising and this raises, as ``Sphere.log`` at the antipode.
+    (s = 0) both signs are minimising (the cut locus, as the sphere's antipode).
     """
     s = vee_skew(m)
     sin_t = np.sqrt(np.sum(s * s, axis=-1))
@@ -82,18 +83,16 @@ def _rotation_vector(m: Array) -> Array:
     theta = np.arctan2(sin_t, cos_t)
     near = cos_t < 0.0
     w = (np.where(near, 1.0, acos_ratio(np.where(near, 1.0, cos_t))))[..., None] * s
+    cut = near & (sin_t == 0.0)
     if not np.any(near):
-        return w
-    if np.any(near & (sin_t == 0.0)):
-        raise ValueError(f"{int(np.sum(near & (sin_t == 0)))} pair(s) of rotations at angle pi: "
-                         f"the logarithm of SO(3) is not defined at the cut locus (both senses "
-                         f"of rotation about the axis are shortest geodesics)")
+        return w, cut
     b = 0.5 * (m + _mT(m)) - cos_t[..., None, None] * np.eye(3)
     col = np.argmax(np.diagonal(b, axis1=-2, axis2=-1), axis=-1)
     u = np.take_along_axis(b, col[..., None, None], axis=-1)[..., 0]
     with np.errstate(invalid="ignore", divide="ignore"):  # rows with cos_t >= 0 keep w
         u *= np.sign(np.sum(u * s, axis=-1))[..., None] / np.sqrt(np.sum(u * u, axis=-1))[..., None]
-    return np.where(near[..., None], theta[..., None] * u, w)
+    w = np.where(near[..., None], theta[..., None] * u, w)
+    return np.where(cut[..., None], np.nan, w), cut
 
 
 def _expm_skew(a: Array) -> Array:
@@ -112,19 +111,22 @@ def _expm_skew(a: Array) -> Array:
     return cos_part + sinc_part @ a
 
 
-def _logm_rotation(m: Array) -> Array:
+def _logm_rotation(m: Array) -> tuple[Array, Array, Array]:
     """The principal logarithm of rotations m (..., n, n): g(S) K with S, K the symmetric and skew
     parts of m and g(c) = arccos(c)/sqrt(1 - c^2) (m = cos Theta + sin Theta J, so log m =
     Theta J = (Theta / sin Theta) K). S's eigendecomposition is a matrix function, unaffected by
-    repeated angles; the error near the angle pi grows like 1e-16 / sin(theta)."""
+    repeated angles; the error near the angle pi grows like 1e-16 / sin(theta).
+
+    Also returns the mask (...) of the rotations by pi in some plane (the cut locus: the
+    logarithm is NaN there) and S's eigenvalues cos(theta_j), clipped to [-1, 1]."""
     sym, skew = 0.5 * (m + _mT(m)), 0.5 * (m - _mT(m))
     lam, q = np.linalg.eigh(sym)
     lam = np.clip(lam, -1.0, 1.0)
-    if np.any(lam[..., 0] == -1.0):
-        raise ValueError("rotation(s) by the angle pi: the logarithm of SO(n) is not defined at "
-                         "the cut locus")
-    a = ((q * acos_ratio(lam)[..., None, :]) @ _mT(q)) @ skew
-    return 0.5 * (a - _mT(a))
+    cut = lam[..., 0] == -1.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        a = ((q * acos_ratio(lam)[..., None, :]) @ _mT(q)) @ skew
+    a = 0.5 * (a - _mT(a))
+    return np.where(cut[..., None, None], np.nan, a), cut, lam
 
 
 class SpecialOrthogonal(Manifold):
@@ -220,10 +222,20 @@ class SpecialOrthogonal(Manifold):
             return _rodrigues(vee_skew(a))
         return _expm_skew(a)
 
-    def _logm(self, m: Array) -> Array:
+    def _logm_or_nan(self, m: Array) -> tuple[Array, Array]:
+        """(the principal logarithm of m, NaN at the cut locus; the mask of the cut locus)."""
         if self.n == 3:
-            return hat(_rotation_vector(m))
-        return _logm_rotation(m)
+            w, cut = _rotation_vector(m)
+            return hat(w), cut
+        return _logm_rotation(m)[:2]
+
+    def _logm(self, m: Array) -> Array:
+        a, cut = self._logm_or_nan(m)
+        if np.any(cut):
+            raise ValueError("rotation by the angle pi: the logarithm of SO(n) is not defined at "
+                             "the cut locus (both senses of rotation in that plane are shortest "
+                             "geodesics)")
+        return a
 
     def exp(self, p: Array, v: Array) -> Array:
         """Exp_R(V) = R expm(R^T V) (Rodrigues' formula on SO(3))."""
@@ -231,16 +243,27 @@ class SpecialOrthogonal(Manifold):
         return p @ self._expm(_mT(p) @ v)
 
     def log(self, p: Array, q: Array) -> Array:
-        """Log_R(R') = R logm(R^T R'), the principal logarithm; raises at rotation angle pi."""
+        """Log_R(R') = R logm(R^T R'), the principal logarithm; raises at rotation angle pi
+        (``log_or_nan`` gives NaN there instead)."""
         p = np.asarray(p, dtype=float)
         return p @ self._logm(_mT(p) @ np.asarray(q, dtype=float))
 
+    def log_or_nan(self, p: Array, q: Array) -> Array:
+        """``log``, with NaN where R^T R' turns some plane by pi, instead of raising."""
+        p = np.asarray(p, dtype=float)
+        return p @ self._logm_or_nan(_mT(p) @ np.asarray(q, dtype=float))[0]
+
     def dist(self, p: Array, q: Array) -> Array:
         """On SO(3) the rotation angle atan2(``|vee(K)|``, (tr M - 1)/2) of M = R^T R' (K its skew
-        part), accurate at every angle; elsewhere ``|Log_R(R')|``."""
-        if self.n != 3:
-            return self.norm(p, self.log(p, q))
+        part), accurate at every angle; elsewhere ``|Log_R(R')|``, and at the cut locus (a plane
+        turned by pi, where the logarithm is not unique but its norm is) sqrt(sum_j theta_j^2 / 2)
+        over the eigenvalues cos(theta_j) of M's symmetric part (each plane angle appears twice)."""
         m = _mT(np.asarray(p, dtype=float)) @ np.asarray(q, dtype=float)
+        if self.n != 3:
+            a, cut, lam = _logm_rotation(m)
+            d = np.array(self.norm(p, a))
+            d[cut] = np.sqrt(0.5 * np.sum(np.arccos(lam[cut]) ** 2, axis=-1))
+            return d
         s = vee_skew(m)
         return np.arctan2(np.sqrt(np.sum(s * s, axis=-1)),
                           0.5 * (np.trace(m, axis1=-2, axis2=-1) - 1.0))

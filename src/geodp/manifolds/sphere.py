@@ -109,8 +109,23 @@ class Sphere(Manifold):
         w is taken from the smaller of q - p and q + p (w = s - <p, s> p / R^2), so no difference of
         nearly equal numbers decides it: near p, q - p is exact to rounding; near the antipode the
         direction comes from the small gap q + p, and the length is the distance whatever the
-        rounding in w. At the exact antipode every direction is a geodesic and this raises.
+        rounding in w. At the exact antipode every direction is a geodesic and this raises
+        (``log_or_nan`` gives NaN there instead).
         """
+        v, antipodal = self._log(p, q)
+        if np.any(antipodal):
+            raise ValueError("antipodal points: the sphere's logarithm is not defined at the cut "
+                             "locus (every direction is a shortest geodesic)")
+        return v
+
+    @threaded
+    def log_or_nan(self, p: Array, q: Array) -> Array:
+        """``log``, with NaN rows for antipodal pairs instead of raising."""
+        v, antipodal = self._log(p, q)
+        return np.where(antipodal[..., None], np.nan, v)
+
+    def _log(self, p: Array, q: Array) -> tuple[Array, Array]:
+        """(Log_p(q) with 0 at the antipode, the mask of the antipodal pairs)."""
         p = np.asarray(p, dtype=float)
         q = np.asarray(q, dtype=float)
         d, t = _tan_half_angle(p, q, self.radius)
@@ -120,13 +135,8 @@ class Sphere(Manifold):
         w = d - (rowdot(p, d) / self.radius**2)[..., None] * p
         size = np.sqrt(rowdot(w, w))
         theta = 2.0 * self.radius * np.arctan(t)
-        antipodal = (size == 0) & far
-        if np.any(antipodal):
-            raise ValueError(
-                f"{int(np.sum(antipodal))} pair(s) of antipodal points: the sphere's logarithm is "
-                f"not defined at the cut locus (every direction is a shortest geodesic)")
         scale = np.divide(theta, size, out=np.zeros_like(size), where=size > 0)
-        return scale[..., None] * w
+        return scale[..., None] * w, (size == 0) & far
 
     def mean_log_and_value(self, p: Array, x: Array, weights: Array) -> tuple[Array, Array]:
         p = np.asarray(p, dtype=float)

@@ -53,8 +53,10 @@ from sklearn.utils.validation import check_is_fitted
 from .learn import (private_frechet_mean, private_geodesic_regression, private_pca,
                     private_principal_subspace)
 from .learn.classes import SmallClassWarning, private_class_means
-from .learn.data_ball import ClippingWarning, into_ball
-from .learn.private_ball import BALL_SHARES, private_ball, private_ball_class_means
+from .learn.data_ball import ClippingWarning
+from .learn.frechet import check_frechet_mean
+from .learn.private_ball import (BALL_SHARES, draw_ball, frechet_radius_cap, plan_ball,
+                                 private_ball_class_means)
 from .learn.tangent import private_tangent_logistic, softmax, tangent_features
 from .manifolds import Manifold
 from .manifolds.spec import manifold_for_data
@@ -191,21 +193,26 @@ def _mean_in_private_ball(est, X, center, radius, mechanism, ledger, rng):
         raise ValueError(f"ball_budget must lie in (0, 1), got {est.ball_budget}")
     m, eps = est.manifold_, float(est.epsilon)
     target = PureDP(eps) if est.delta is None else ApproxDP(eps, est.delta)
+    # every refusal before the reservation: the ball's (records outside the public ball), then the
+    # mean's on public parameters at the cap on the radius it runs in (post-processing of r)
+    plan = plan_ball(m, X, est.ball_budget * eps, center, radius, quantile=est.quantile,
+                     shares=est.ball_shares, clip_data=est.clip_data)
+    cap = frechet_radius_cap(m, radius)
+    check_frechet_mean(m, len(plan.x), plan.center, cap, mechanism=mechanism,
+                       epsilon=(1 - est.ball_budget) * eps, delta=est.delta, rng=rng)
     with reserved(ledger, target, f"Fréchet mean in a private ball ({mechanism}, "
                                   f"{target.describe()})"):
-        ball = private_ball(m, X, est.ball_budget * eps, center, radius, quantile=est.quantile,
-                            shares=est.ball_shares, clip_data=est.clip_data, rng=rng)
+        ball = draw_ball(m, plan, PureDP(est.ball_budget * eps), rng)
         c, r = ball.value, float(ball.parameters["radius"])
-        x = into_ball(m, X, center, radius)[0] if est.clip_data else X
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ClippingWarning)  # the quantile ball clips by design
-            inner = private_frechet_mean(m, x, (1 - est.ball_budget) * eps, c, r,
+            inner = private_frechet_mean(m, plan.x, (1 - est.ball_budget) * eps, c, min(r, cap),
                                          mechanism=mechanism, clip_data=True, rng=rng,
                                          delta=est.delta)  # footpoint: c
     return dataclasses.replace(
         inner, guarantee=target,
         parameters={**inner.parameters, "ball": ball.parameters, "ball_center": np.asarray(c).tolist(),
-                    "ball_radius": r, "epsilon_ball": est.ball_budget * eps,
+                    "ball_radius": r, "frechet_radius_cap": cap, "epsilon_ball": est.ball_budget * eps,
                     "epsilon_mean": (1 - est.ball_budget) * eps, "outer_radius": float(radius)},
         diagnostics={"ball": ball.diagnostics, "mean": inner.diagnostics},
         mechanism=f"Fréchet mean in a private ball ({inner.mechanism})",

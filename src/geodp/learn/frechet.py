@@ -625,3 +625,38 @@ def _size_public(rel: Release, n: int) -> Release:
     parameters = {k: v for k, v in rel.parameters.items() if k != "n"}
     parameters["sensitivity_size"] = int(rel.parameters["n"])
     return replace(rel, parameters=parameters, diagnostics={**rel.diagnostics, "n": n})
+
+
+def check_frechet_mean(manifold: Manifold, n: int, center: Array, radius: float, *,
+                       mechanism: str, epsilon: float | None = None, delta: float | None = None,
+                       rng: np.random.Generator | int | None = None) -> None:
+    """Every refusal of ``private_frechet_mean`` that its public parameters decide, without the
+    records: the mechanism's capabilities and the guarantee asked for, Assumption 1 and the
+    sensitivity at ``radius``, and the output law (normalisable, exact, representable) or the
+    K-norm gradient's proposal at that scale, around ``center``.
+
+    For callers that run the release inside their own reservation on a ball they release
+    themselves (``PrivateFrechetMean(ball="private")``): they check it here at a public radius
+    that bounds every radius they may release, before reserving.
+    """
+    spec = lookup(mechanism)
+    spec.check(manifold)
+    target = target_guarantee(spec.name, spec.notions, epsilon, delta, None, None)
+    opts = _Options()
+    _check_options(spec, opts, center, radius)
+    center, radius = manifold.check_point(center), float(radius)
+    sensitivity = frechet_mean_sensitivity(manifold, radius, n)
+    if not np.isfinite(sensitivity):
+        raise ParameterError(f"{{radius}} = {radius:g} is too large: the sensitivity it implies "
+                             f"overflows double precision; choose a smaller {{radius}}", "radius")
+    tolerance, slack = computed_mean_slack(manifold, center, radius)
+    req = _Request(spec, manifold, None, n, center, radius, target, sensitivity + slack,
+                   tolerance, slack, None, as_generator(rng), 0, False, [])
+    if spec.perturbs == "output":
+        _output_law(req, opts)
+    elif spec.name == "kng":
+        scale = KNormGradient(kng_mean_sensitivity(manifold, radius, n), target.epsilon).scale
+        lam = curvature_factor(radius, manifold.curvature_bounds[1])
+        with exact_alternatives("the Riemannian Laplace mechanism ('laplace') instead of K-norm "
+                                "gradient", "a larger epsilon"):
+            convex_proposal(manifold, lam, center, radius, scale, False).check_exact(req.rng)

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -61,12 +62,19 @@ from ..manifolds import Manifold
 from ..manifolds.base import Array, as_generator
 from ..mechanisms.euclidean import l2_laplace
 from ..mechanisms.geometric import two_sided_geometric
+from ..mechanisms.registry import lookup
 from ..mechanisms.quantile import geometric_grid, private_quantile
 from ..privacy import BudgetLedger, MemoryLedger, PureDP
 from ..privacy.conversions import check_count, check_delta, check_positive
+from ..statistics import uniqueness_radius
 from .classes import SmallClassWarning, _encode, private_class_means
 from .data_ball import ClippingWarning, clipped_tangent_coords, enforce_ball, into_ball
 from .release import Release, reserved
+
+FRECHET_RADIUS_SHARE = 0.9
+"""The Fréchet-mean release after a private ball runs in B(c, min(r, R, 0.9 r*)) (``frechet_radius_cap``):
+Theorem 2's sensitivity grows without bound as the radius nears r*, so the cap stays a tenth
+below it (on the unit sphere, 0.707 against r* = pi/4: 8 times the flat 2r/n)."""
 
 BALL_SHARES = (0.2, 0.6, 0.2)
 """Default split of the ball's budget: pilot radius, center, radius. The center's noise scales
@@ -110,6 +118,77 @@ def _shares(shares: Sequence[float]) -> tuple[float, float, float]:
     return s
 
 
+@dataclass(frozen=True)
+class BallPlan:
+    """A private ball's checked request (``plan_ball``): the records inside the public outer ball
+    (clipped into it when asked), how many were clipped (a diagnostic), the outer ball, the
+    budget split, the quantile and the grid size."""
+
+    x: Array
+    clipped: int
+    center: Array
+    radius: float
+    epsilons: dict
+    quantile: float
+    grid_size: int
+
+
+def plan_ball(manifold: Manifold, points: Array, epsilon: float, center: Array, radius: float,
+              *, quantile: float = 0.75, shares: Sequence[float] = BALL_SHARES,
+              clip_data: bool = False, grid_size: int = 400) -> BallPlan:
+    """Every refusal of ``private_ball``, before any reservation or draw: its public parameters,
+    then the records against the public ball (``enforce_ball``: refused, or clipped with
+    ``clip_data``). The routes that release a ball and then a statistic in it call this first,
+    so that no refusal comes after their single reservation."""
+    epsilon = check_positive("epsilon", epsilon)
+    if not 0 < quantile < 1:
+        raise ValueError(f"quantile must lie in (0, 1), got {quantile}")
+    s_pilot, s_center, s_radius = _shares(shares)
+    grid_size = check_count("grid_size", grid_size, 2)
+    center, radius = manifold.check_point(center), check_positive("radius", radius)
+    x, clipped = enforce_ball(manifold, manifold.check_point(points), center, radius, clip_data)
+    eps = {"pilot_radius": s_pilot * epsilon, "center": s_center * epsilon,
+           "radius": s_radius * epsilon}
+    return BallPlan(x, clipped, center, radius, eps, quantile, grid_size)
+
+
+def frechet_radius_cap(manifold: Manifold, radius: float) -> float:
+    """The public bound min(R, ``FRECHET_RADIUS_SHARE`` r*) on the radius of the ball in which a
+    Fréchet-mean release runs after a private ball: the released radius r is capped at it
+    (post-processing), so Assumption 1 (r < r*, ``statistics.uniqueness_radius``) holds whatever
+    r is released, and the inner release's other public refusals can be decided at the cap before
+    any reservation. On Hadamard manifolds r* is infinite and the cap is the outer radius R."""
+    return min(float(radius), FRECHET_RADIUS_SHARE * uniqueness_radius(manifold))
+
+
+def draw_ball(manifold: Manifold, plan: BallPlan, target: PureDP,
+               rng: np.random.Generator) -> Release:
+    """The three noisy steps of ``private_ball`` on a checked plan (no check, no reservation:
+    the caller holds one)."""
+    center, radius, eps, x, n = plan.center, plan.radius, plan.epsilons, plan.x, len(plan.x)
+    grid_size, quantile = plan.grid_size, plan.quantile
+    r0, _ = private_quantile(manifold.dist(center, x), quantile, geometric_grid(radius, grid_size),
+                             eps["pilot_radius"], rng)
+    v = clipped_tangent_coords(manifold, center, x, r0)[0].mean(axis=0)
+    scale = 2.0 * r0 / (n * eps["center"])
+    v = _project(v + l2_laplace(manifold.dim, scale, (), rng), r0)
+    c = manifold.exp(center, manifold.from_coords(center, v))
+    fallback = not _usable(manifold, c, center)  # decided on released and public points
+    if fallback:
+        c = center
+    top = radius + float(manifold.dist(center, c))
+    with np.errstate(all="ignore"):
+        distances = manifold.dist(c, x)
+    r, _ = private_quantile(distances, quantile, geometric_grid(top, grid_size), eps["radius"], rng)
+    return Release(value=c, guarantee=target, sensitivity=2.0 * r0 / n, scale=scale,
+                   mechanism="private data ball (quantile radii, L2 Laplace tangent center)",
+                   exact_sampler=True, theorem=THEOREM_BALL,
+                   parameters={"n": n, "radius": r, "pilot_radius": r0, "quantile": quantile,
+                               "epsilons": eps, "outer_radius": radius, "grid_size": grid_size,
+                               "center_fallback_to_outer": fallback},
+                   diagnostics={"records_clipped_to_outer": plan.clipped})
+
+
 def private_ball(manifold: Manifold, points: Array, epsilon: float, center: Array, radius: float,
                  *, quantile: float = 0.75, shares: Sequence[float] = BALL_SHARES,
                  clip_data: bool = False, grid_size: int = 400,
@@ -136,42 +215,13 @@ def private_ball(manifold: Manifold, points: Array, epsilon: float, center: Arra
     -------
     Release with ``value`` the center c and ``parameters["radius"]`` the radius r (both
     released), ``parameters["pilot_radius"]`` r0 and the budget split; epsilon-DP under
-    replace-one.
+    replace-one. Every refusal comes before the ledger reserves anything (``plan_ball``).
     """
-    epsilon = check_positive("epsilon", epsilon)
-    if not 0 < quantile < 1:
-        raise ValueError(f"quantile must lie in (0, 1), got {quantile}")
-    s_pilot, s_center, s_radius = _shares(shares)
-    grid_size = check_count("grid_size", grid_size, 2)
-    center, radius = manifold.check_point(center), check_positive("radius", radius)
-    x = manifold.check_point(points)
-    x, clipped = enforce_ball(manifold, x, center, radius, clip_data)
-    n, rng = len(x), as_generator(rng)
-    target = PureDP(epsilon)
-    eps = {"pilot_radius": s_pilot * epsilon, "center": s_center * epsilon,
-           "radius": s_radius * epsilon}
+    plan = plan_ball(manifold, points, epsilon, center, radius, quantile=quantile, shares=shares,
+                     clip_data=clip_data, grid_size=grid_size)
+    rng, target = as_generator(rng), PureDP(float(epsilon))
     with reserved(ledger, target, f"private data ball ({target.describe()})"):
-        r0, _ = private_quantile(manifold.dist(center, x), quantile, geometric_grid(radius, grid_size),
-                                 eps["pilot_radius"], rng)
-        v = clipped_tangent_coords(manifold, center, x, r0)[0].mean(axis=0)
-        scale = 2.0 * r0 / (n * eps["center"])
-        v = _project(v + l2_laplace(manifold.dim, scale, (), rng), r0)
-        c = manifold.exp(center, manifold.from_coords(center, v))
-        fallback = not _usable(manifold, c, center)  # decided on released and public points
-        if fallback:
-            c = center
-        top = radius + float(manifold.dist(center, c))
-        with np.errstate(all="ignore"):
-            distances = manifold.dist(c, x)
-        r, _ = private_quantile(distances, quantile, geometric_grid(top, grid_size),
-                                eps["radius"], rng)
-    return Release(value=c, guarantee=target, sensitivity=2.0 * r0 / n, scale=scale,
-                   mechanism="private data ball (quantile radii, L2 Laplace tangent center)",
-                   exact_sampler=True, theorem=THEOREM_BALL,
-                   parameters={"n": n, "radius": r, "pilot_radius": r0, "quantile": quantile,
-                               "epsilons": eps, "outer_radius": radius, "grid_size": grid_size,
-                               "center_fallback_to_outer": fallback},
-                   diagnostics={"records_clipped_to_outer": clipped})
+        return draw_ball(manifold, plan, target, rng)
 
 
 def private_tangent_class_means(manifold: Manifold, points: Array, labels: Array,
@@ -253,6 +303,26 @@ def private_tangent_class_means(manifold: Manifold, points: Array, labels: Array
 MEANS = ("tangent", "frechet")
 
 
+def _check_class_means(manifold: Manifold, plan: BallPlan, labels: Array, classes: Sequence,
+                       means: str, mechanism: str, count_budget: float,
+                       min_class_size: int) -> float:
+    """The class means' refusals on public parameters and labels, before the reservation of
+    ``private_ball_class_means``; returns the public cap on the Fréchet means' radius
+    (``frechet_radius_cap``; the outer radius for tangent means, which need no cap)."""
+    if not 0 < count_budget < 1:
+        raise ValueError(f"count_budget must lie in (0, 1), got {count_budget}")
+    check_count("min_class_size", min_class_size, 1)
+    _encode(labels, classes, len(plan.x))
+    if means == "tangent":
+        return plan.radius
+    from .classes import MEAN_MECHANISMS
+    if mechanism not in MEAN_MECHANISMS:
+        raise ValueError(f"mechanism must be one of {MEAN_MECHANISMS} for class means (pure DP, "
+                         f"calibrated on the Fréchet-mean sensitivity), got {mechanism!r}")
+    lookup(mechanism).check(manifold)
+    return frechet_radius_cap(manifold, plan.radius)
+
+
 def private_ball_class_means(manifold: Manifold, points: Array, labels: Array, classes: Sequence,
                              epsilon: float, center: Array, radius: float, *,
                              ball_budget: float = 0.3, quantile: float = 0.75,
@@ -273,7 +343,11 @@ def private_ball_class_means(manifold: Manifold, points: Array, labels: Array, c
     no normalisability limit on Hadamard manifolds; ``"laplace"`` elsewhere), ``count_budget``
     (default 0.3) of the rest on the counts; (epsilon, delta)-DP under replace-one in total.
     Composition is sequential: the ball is a released value, and clipping every record into it
-    maps replace-one neighbours to replace-one neighbours (or equal data sets).
+    maps replace-one neighbours to replace-one neighbours (or equal data sets). The Fréchet means
+    run in B(c, min(r, cap)), cap = ``frechet_radius_cap`` (public, published as
+    ``frechet_radius_cap``): Assumption 1 then holds whatever r is released. Every refusal on
+    the public parameters, the labels or the records outside the public ball comes before the
+    ledger reserves anything.
     """
     epsilon = check_positive("epsilon", epsilon)
     if not 0 < ball_budget < 1:
@@ -291,15 +365,16 @@ def private_ball_class_means(manifold: Manifold, points: Array, labels: Array, c
     else:
         from .classes import class_guarantee
         target = class_guarantee(epsilon, delta, "private", count_budget)[0]
-    center = manifold.check_point(center)
+    # every refusal before the reservation (the ball's, the class means' on public parameters)
+    plan = plan_ball(manifold, points, eps_ball, center, radius, quantile=quantile,
+                     shares=ball_shares, clip_data=clip_data)
+    cap = _check_class_means(manifold, plan, labels, classes, means, mechanism, count_budget,
+                             min_class_size)
+    center, x = plan.center, plan.x
     rng = as_generator(rng)
     with reserved(ledger, target, f"class means in a private ball ({means}, {target.describe()})"):
-        ball = private_ball(manifold, points, eps_ball, center, radius, quantile=quantile,
-                            shares=ball_shares, clip_data=clip_data, rng=rng)
+        ball = draw_ball(manifold, plan, PureDP(eps_ball), rng)
         c, r = ball.value, float(ball.parameters["radius"])
-        with warnings.catch_warnings():  # private_ball has warned about these same records
-            warnings.simplefilter("ignore", ClippingWarning)
-            x = enforce_ball(manifold, manifold.check_point(points), center, radius, clip_data)[0]
         if means == "tangent":
             inner = private_tangent_class_means(manifold, x, labels, classes, eps_means, c, r,
                                                 count_budget=count_budget,
@@ -308,8 +383,8 @@ def private_ball_class_means(manifold: Manifold, points: Array, labels: Array, c
         else:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ClippingWarning)  # the quantile ball clips by design
-                inner = private_class_means(manifold, x, labels, classes, eps_means, c, r,
-                                            delta=delta, count_budget=count_budget,
+                inner = private_class_means(manifold, x, labels, classes, eps_means, c,
+                                            min(r, cap), delta=delta, count_budget=count_budget,
                                             mechanism=mechanism, min_class_size=min_class_size,
                                             clip_data=True, rng=rng)
     value = np.asarray(inner.value)
@@ -321,6 +396,8 @@ def private_ball_class_means(manifold: Manifold, points: Array, labels: Array, c
                   "ball_center": np.asarray(c).tolist(), "ball_radius": r,
                   "epsilon_ball": eps_ball, "epsilon_means": eps_means, "means": means,
                   "outer_radius": float(radius)}
+    if means == "frechet":
+        parameters["frechet_radius_cap"] = cap
     return Release(value=value, guarantee=target, sensitivity=inner.sensitivity, scale=inner.scale,
                    mechanism=f"class means in a private ball ({inner.mechanism})",
                    exact_sampler=inner.exact_sampler, parameters=parameters,

@@ -15,7 +15,8 @@ both; its planted-bug twin puts the old code path back and the same comparison m
 difference. Observed (this commit): honest, identical outcomes on every pair; twin (raising log),
 D releases and D' raises on every pair (3 seeds each). Audit (1000 draws a side, claim 1): honest 0.03,
 twin 4.76 (D' always refuses). B6c on S^2, R = 1.5, wide data: honest 10/10 released; twin
-(no cap) 10/10 ParameterError, each charged 1.0.
+(no cap) 10/10 ParameterError, each charged 1.0; the class means (``means="frechet"``): honest 4/4
+released, twin 4/4 ParameterError charged.
 """
 
 from __future__ import annotations
@@ -371,6 +372,37 @@ def test_the_mean_in_a_private_ball_is_released_whatever_radius_is_released():
     outcomes, radii = _wide_sphere_fits(range(10))
     assert outcomes == [("released", (1.0, 0.0))] * 10
     assert max(radii) <= frechet_radius_cap(S2, 1.5)
+
+
+def _wide_sphere_class_means(seeds):
+    x = _concentrated(S2, 600, 0.6)
+    x = x[S2.dist(S2.origin(), x) < 1.4]
+    outcomes = []
+    for seed in seeds:
+        led = MemoryLedger()
+        try:
+            rel = private_ball_class_means(S2, x, np.arange(len(x)) % 2, [0, 1], 5.0, S2.origin(),
+                                           1.5, means="frechet", mechanism="laplace", ledger=led,
+                                           rng=seed)
+            assert rel.parameters["radius"] <= rel.parameters["frechet_radius_cap"]
+            outcomes.append(("released", led.spent()))
+        except ValueError as exc:
+            outcomes.append((type(exc).__name__, led.spent()))
+    return outcomes
+
+
+def test_the_class_means_in_a_private_ball_are_released_whatever_radius_is_released():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert _wide_sphere_class_means(range(4)) == [("released", (5.0, 1e-6))] * 4
+
+
+def test_the_class_radius_check_catches_the_uncapped_twin(monkeypatch):
+    monkeypatch.setattr(sys.modules["geodp.learn.private_ball"], "frechet_radius_cap",
+                        lambda m, radius: np.inf)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert _wide_sphere_class_means(range(4)).count(("released", (5.0, 1e-6))) < 4
 
 
 def test_the_radius_check_catches_the_uncapped_twin(monkeypatch):

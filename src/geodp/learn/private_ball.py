@@ -67,13 +67,13 @@ from ..mechanisms.quantile import geometric_grid, private_quantile
 from ..privacy import BudgetLedger, MemoryLedger, PureDP
 from ..privacy.conversions import check_count, check_delta, check_positive
 from ..statistics import uniqueness_radius
-from .classes import SmallClassWarning, _encode, private_class_means
+from .classes import MEAN_MECHANISMS, SmallClassWarning, _encode, private_class_means
 from .data_ball import ClippingWarning, clipped_tangent_coords, enforce_ball, into_ball
 from .release import Release, reserved
 
 FRECHET_RADIUS_SHARE = 0.9
-"""The Fréchet-mean release after a private ball runs in B(c, min(r, R, 0.9 r*)) (``frechet_radius_cap``):
-Theorem 2's sensitivity grows without bound as the radius nears r*, so the cap stays a tenth
+"""The Fréchet-mean release after a private ball runs in B(c, min(r, R, 0.9 r*))
+(``frechet_radius_cap``): Theorem 2's sensitivity grows without bound as the radius nears r*, so the cap stays a tenth
 below it (on the unit sphere, 0.707 against r* = pi/4: 8 times the flat 2r/n)."""
 
 BALL_SHARES = (0.2, 0.6, 0.2)
@@ -162,7 +162,7 @@ def frechet_radius_cap(manifold: Manifold, radius: float) -> float:
 
 
 def draw_ball(manifold: Manifold, plan: BallPlan, target: PureDP,
-               rng: np.random.Generator) -> Release:
+              rng: np.random.Generator) -> Release:
     """The three noisy steps of ``private_ball`` on a checked plan (no check, no reservation:
     the caller holds one)."""
     center, radius, eps, x, n = plan.center, plan.radius, plan.epsilons, plan.x, len(plan.x)
@@ -315,7 +315,6 @@ def _check_class_means(manifold: Manifold, plan: BallPlan, labels: Array, classe
     _encode(labels, classes, len(plan.x))
     if means == "tangent":
         return plan.radius
-    from .classes import MEAN_MECHANISMS
     if mechanism not in MEAN_MECHANISMS:
         raise ValueError(f"mechanism must be one of {MEAN_MECHANISMS} for class means (pure DP, "
                          f"calibrated on the Fréchet-mean sensitivity), got {mechanism!r}")

@@ -271,7 +271,8 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     planned = exact_plan(n, budgets, allow_approximate)
     sens = regression_sensitivity(manifold, n, tau, x_bound, v_max)
     target = PureDP(epsilon)
-    start = _start(manifold, data, tau, center, radius, v_max)
+    start = ((center, np.zeros_like(center)) if planned  # exact draws need no fit
+             else _start(manifold, data, tau, center, radius, v_max))
     parameters = {"n": n, "tau": tau, "x_range": [lo, hi], "v_max": v_max, "release": release,
                   "footpoint_ball": None if radius is None else {
                       "center": np.asarray(center).tolist(), "radius": radius},

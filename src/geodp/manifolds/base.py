@@ -175,6 +175,16 @@ def first_bad(bad: Array) -> str:
     return f" (the first at index {', '.join(map(str, first))})"
 
 
+def zero_where_not_finite(e: Array, nd: int) -> Array:
+    """``e`` ``(..., *point_shape)`` (nd point dimensions) with every point that is not finite
+    set to 0. A record's clipped residual that double precision cannot form (an SPD record of
+    condition near 1e16 whitened by a footpoint) then contributes nothing, so every record's term
+    of a clipped-residual gradient stays within its sensitivity bound whatever the rounding: a map
+    of the record and the evaluation point alone, never of the other records."""
+    ok = np.isfinite(e).reshape(e.shape[:e.ndim - nd] + (-1,)).all(axis=-1)
+    return np.where(ok.reshape(ok.shape + (1,) * nd), e, 0.0)
+
+
 class Manifold(ABC):
     """A complete Riemannian manifold, vectorised over leading batch dimensions.
 
@@ -413,17 +423,20 @@ class Manifold(ABC):
                                tau: float | None = None) -> tuple[Array, Array, Array]:
         """The residuals of the geodesic t -> Exp_p(t v) at covariates x (n,) carried back to p:
         ``mean_exp_adjoints`` of eps_i = Log_{yhat_i}(y_i), yhat_i = Exp_p(x_i v), each scaled to
-        norm at most ``tau`` when given, and rho_i = ``|Log_{yhat_i}(y_i)|`` (..., n). The regression
+        norm at most ``tau`` when given, and rho_i = ``|Log_{yhat_i}(y_i)|`` (..., n). With ``tau``,
+        a residual that cannot be formed (cut locus: ``log_or_nan``; overflow) is 0
+        (``zero_where_not_finite``), so each record's term keeps its bound. The regression
         gradient's one pass over the records; SPD overrides it."""
         nd = len(self.point_shape)
         x = np.asarray(x, dtype=float)
         xs = x.reshape(x.shape + (1,) * nd)
         yhat = self.exp(np.expand_dims(p, -nd - 1), xs * np.expand_dims(v, -nd - 1))
-        eps = self.log(yhat, y)
+        eps = self.log(yhat, y) if tau is None else self.log_or_nan(yhat, y)
         rho = self.norm(yhat, eps)
         if tau is not None:
             factor = np.minimum(1.0, tau / np.maximum(rho, 1e-300))
-            eps = eps * factor.reshape(factor.shape + (1,) * nd)
+            with np.errstate(invalid="ignore"):
+                eps = zero_where_not_finite(eps * factor.reshape(factor.shape + (1,) * nd), nd)
         return (*self.mean_exp_adjoints(p, v, x, eps), rho)
 
     # ----------------------------------------------------------------- projections

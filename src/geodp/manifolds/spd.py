@@ -11,7 +11,7 @@ from . import _matrix as mx
 from . import _triangular as tri
 from ._special import cosh_sinhc, log_sinhc
 from ._threads import map_parts, split_batch, threaded
-from .base import Array, Manifold, first_bad, integer_size, rowdot, weighted_sum
+from .base import Array, Manifold, first_bad, integer_size, rowdot, weighted_sum, zero_where_not_finite
 
 METRICS = ("affine", "log-euclidean")
 
@@ -613,7 +613,9 @@ class AffineInvariantSPD(SPD):
         e = mx.funcm(w, np.log)
         rho = np.sqrt(mx.frob(e, e))
         if tau is not None:
-            e = e * np.minimum(1.0, tau / np.maximum(rho, 1e-300))[..., None, None]
+            with np.errstate(invalid="ignore"):
+                clipped = e * np.minimum(1.0, tau / np.maximum(rho, 1e-300))[..., None, None]
+            e = zero_where_not_finite(clipped, 2)
         return (*self._mean_back(e, frame), rho)
 
     def egrad_to_rgrad(self, p: Array, g: Array) -> Array:

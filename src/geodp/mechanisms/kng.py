@@ -429,10 +429,11 @@ def exact_plan(n: int, budgets: dict[str, float], allow_approximate: bool) -> bo
     epsilon of one draw), is exact by the public plan: each ``uniform_acceptance_bound`` at least
     ``FALLBACK_ACCEPTANCE``, whatever the data. Where it is not, without ``allow_approximate`` an
     ``ApproximateSamplerRefused`` (from public parameters only, so before any reservation)."""
-    limit = 4.0 * float(np.log(1.0 / FALLBACK_ACCEPTANCE))
     name, eps = max(budgets.items(), key=lambda item: item[1])
-    if n * eps <= limit or allow_approximate:
-        return n * eps <= limit
+    planned = uniform_acceptance_bound(n, eps) >= FALLBACK_ACCEPTANCE
+    if planned or allow_approximate:
+        return planned
+    limit = 4.0 * float(np.log(1.0 / FALLBACK_ACCEPTANCE))
     raise ApproximateSamplerRefused(
         f"exact rejection from the uniform law on the public domain is sure to accept at least "
         f"{FALLBACK_ACCEPTANCE:g} of its proposals, whatever the data, only when n * {name} <= "

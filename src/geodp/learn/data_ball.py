@@ -174,10 +174,10 @@ def check_condition_cap(manifold: Manifold, center: Array, max_condition: float 
         k = float(max_condition)
     except (TypeError, ValueError):
         k = float("nan")
-    if not (np.isfinite(k) and k >= 1.0):
-        raise ParameterError(f"{{max_condition}} must be a finite number >= 1 (a bound on "
-                             f"lambda_max / lambda_min of every record), got {max_condition!r}",
-                             "max_condition")
+    if not (np.isfinite(k) and k >= 1.0 + 1e-6):
+        raise ParameterError(f"{{max_condition}} must be a finite number >= 1 + 1e-6 (a bound on "
+                             f"lambda_max / lambda_min of every record, above the margin records "
+                             f"are capped by), got {max_condition!r}", "max_condition")
     own = float(manifold.condition_numbers(center))
     if not own <= k:
         raise ParameterError(f"{{max_condition}} = {k:g} is below the condition number "

@@ -14,9 +14,16 @@ import numpy as np
 from . import _matrix as mx
 from .base import Array
 
-#: Condition numbers are capped at K (1 - CAP_MARGIN): the eigenvalues of a capped matrix,
-#: recomputed after its reconstruction, stay below K despite the rounding of the product.
+#: Records are capped at K (1 - ``cap_margin``): the eigenvalues of a capped matrix, recomputed
+#: after its reconstruction, stay below K despite the rounding of the product (which moves the
+#: smallest eigenvalue by about n eps lambda_max, a relative n eps K).
 CAP_MARGIN = 1e-9
+
+
+def cap_margin(n: int, max_condition: float) -> float:
+    """The relative margin below K = ``max_condition`` to which SPD(n) records are capped:
+    ``CAP_MARGIN``, or 16 n eps K where the reconstruction's rounding is larger (K >~ 1e6)."""
+    return max(CAP_MARGIN, 16.0 * n * float(np.finfo(float).eps) * float(max_condition))
 
 
 def condition_numbers(x: Array) -> Array:
@@ -49,10 +56,13 @@ def window_start(logs: Array, width: float) -> Array:
     return (a0 + np.clip(t, 0.0, 1.0) * (a1 - a0))[..., 0]
 
 
-def cap_condition(x: Array, max_condition: float) -> Array:
+def cap_condition(x: Array, max_condition: float, margin: bool = True) -> Array:
     """The metric projection of each matrix of ``x`` (..., n, n) onto S_K, K = ``max_condition``
-    (times 1 - ``CAP_MARGIN``): same eigenvectors, log-eigenvalues clipped to the window
-    [a, a + log K] of ``window_start``. Matrices already in S_K are returned unchanged.
+    (times 1 - ``cap_margin`` with ``margin``, the records' cap, so that a capped record's
+    recomputed condition stays <= K; without it onto S_K itself, the certified mean's projection:
+    the exact mean of records of condition <= K lies in S_K, and a smaller set would move the
+    iterate away from it): same eigenvectors, log-eigenvalues clipped to the window
+    [a, a + log K] of ``window_start``. Matrices already in the set are returned unchanged.
 
     It is the affine-invariant metric projection because S_K is invariant under rotations and
     rho(X, Y) >= ``|log lambda(X) - log lambda(Y)|`` (eigenvalues sorted alike; Bhatia, Positive
@@ -62,7 +72,9 @@ def cap_condition(x: Array, max_condition: float) -> Array:
     Hadamard manifold, it moves no point farther from any point of S_K.
     """
     x = np.asarray(x, dtype=float)
-    width = float(np.log(max_condition)) + float(np.log1p(-CAP_MARGIN))
+    width = float(np.log(max_condition))
+    if margin:
+        width += float(np.log1p(-cap_margin(x.shape[-1], max_condition)))
     w, v = mx.eigh(mx.sym(x))
     with np.errstate(divide="ignore", invalid="ignore"):
         logs = np.log(np.maximum(w, np.finfo(float).tiny))

@@ -318,9 +318,11 @@ class Manifold(ABC):
         SPD): the records' public cap ``max_condition`` is checked with it."""
 
     @optional
-    def cap_condition(self, x: Array, max_condition: float) -> Array:
+    def cap_condition(self, x: Array, max_condition: float, margin: bool = True) -> Array:
         """The metric projection of each point of ``x`` onto {cond <= max_condition}: the
-        per-record map of ``clip_data`` under a condition cap, and the certified mean's."""
+        per-record map of ``clip_data`` under a condition cap (``margin``: a little below it, so
+        that a capped record's recomputed condition stays within the cap), and the certified
+        mean's (``margin=False``)."""
 
     @optional
     def capped_gradient_rounding(self, center: Array, radius: float,

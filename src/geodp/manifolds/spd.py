@@ -414,9 +414,9 @@ class AffineInvariantSPD(SPD):
     def condition_numbers(self, x: Array) -> Array:
         return cond.condition_numbers(x)
 
-    def cap_condition(self, x: Array, max_condition: float) -> Array:
+    def cap_condition(self, x: Array, max_condition: float, margin: bool = True) -> Array:
         """Log-eigenvalues clipped to a window of width log K (``_condition.cap_condition``)."""
-        return cond.cap_condition(x, max_condition)
+        return cond.cap_condition(x, max_condition, margin)
 
     def capped_gradient_rounding(self, center: Array, radius: float,
                                  max_condition: float) -> float:

@@ -96,7 +96,7 @@ def into_domain(manifold: Manifold, point: Array, center: Array, radius: float,
     geodesically convex), and each projection moves no point farther from the exact mean, which
     lies in both."""
     if max_condition is not None:
-        point = manifold.cap_condition(point, max_condition)
+        point = manifold.cap_condition(point, max_condition, margin=False)
     return into_ball(manifold, point, center, radius)
 
 

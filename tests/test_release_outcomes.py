@@ -282,3 +282,88 @@ def test_the_empty_pair_audit_catches_a_halved_scale(accounting_cache, monkeypat
     lower, claim = empty_pair_audit(5000)
     print(f"\nempty vs canary, halved scale: claim {claim:.4f}, twin lower bound {lower:.4f}")
     assert lower > claim
+
+
+# --- B4: refusals of invalid records name no position ---------------------------------------------
+
+def invalid_pair(nan: bool) -> tuple[np.ndarray, np.ndarray]:
+    """400 records on S^2 near NORTH; D with record 333 invalid (off the sphere, or NaN), D'
+    with record 150 invalid too: the first invalid position (and its chunk of 100) differ."""
+    rng = np.random.default_rng(3)
+    d = Sphere(2).exp(NORTH, Sphere(2).from_coords(NORTH, rng.uniform(-0.2, 0.2, (400, 2))))
+    d[333] = np.nan if nan else [1.0, 1.0, 1.0]
+    d_prime = d.copy()
+    d_prime[150] = d[333]
+    return d, d_prime
+
+
+def mean_release(data):
+    from geodp.learn import private_frechet_mean
+    return private_frechet_mean(Sphere(2), data, 1.0, NORTH, 0.5, rng=0)
+
+
+def chunked_mean_release(data):
+    da = pytest.importorskip("dask.array")
+    return mean_release(da.from_array(data, chunks=(100, 3)))
+
+
+def positional_check_point(monkeypatch):
+    """Planted: ``check_point``'s old message, naming the first invalid point's index."""
+    import geodp.manifolds.base as base
+
+    class Positional(base.InvalidPoints):
+        def __init__(self, message, bad=None):
+            if bad is not None and np.ndim(bad):
+                message += f" (the first at index {int(np.argmax(bad))})"
+            super().__init__(message, bad)
+    monkeypatch.setattr(base, "InvalidPoints", Positional)
+
+
+def positional_chunks(monkeypatch):
+    """Planted: the chunk runner's old message, naming the chunk and its records."""
+    import geodp.chunked as chunked
+    on_chunk = chunked._on_chunk
+
+    def planted(*args):
+        try:
+            return on_chunk(*args)
+        except ValueError as exc:
+            raise ValueError(f"chunk {exc.chunk} (records {exc.records}): {exc}") from None
+    monkeypatch.setattr(chunked, "_on_chunk", planted)
+
+
+INVALID = {"in memory": (mean_release, positional_check_point),
+           "chunked": (chunked_mean_release, positional_chunks)}
+
+
+@pytest.mark.parametrize("nan", [False, True], ids=["off-manifold", "nan"])
+@pytest.mark.parametrize("path", INVALID)
+def test_refusals_of_invalid_records_name_no_position(path, nan, monkeypatch):
+    release, plant = INVALID[path]
+    (kind, *_), _ = assert_same_outcome(release, *invalid_pair(nan))
+    assert kind == "refused"
+    plant(monkeypatch)
+    with pytest.raises(AssertionError, match="tells D from D'"):
+        assert_same_outcome(release, *invalid_pair(nan))
+
+
+def old_refuse_non_finite(source, x, csv_file):
+    """Planted: the command line's old refusal, naming the first non-finite record."""
+    bad = ~np.isfinite(x.reshape(len(x), -1)).all(axis=1)
+    if np.any(bad):
+        raise SystemExit(f"error: {source!r} record {int(np.argmax(bad))} contains NaN")
+
+
+@pytest.mark.parametrize("planted", [False, True], ids=["fixed", "planted-twin"])
+def test_the_command_line_names_no_non_finite_record(planted, tmp_path, capsys, monkeypatch):
+    import geodp.cli as cli
+    if planted:
+        monkeypatch.setattr(cli, "_refuse_non_finite", old_refuse_non_finite)
+    errors = []
+    for data in invalid_pair(nan=True):
+        np.save(tmp_path / "x.npy", data)  # the same file name: only the records differ
+        status = cli.main(["release", "mean", str(tmp_path / "x.npy"), "--manifold", "sphere:2",
+                           "--center", "0,0,1", "--radius", "0.5", "--epsilon", "1"])
+        errors.append((status, capsys.readouterr()))
+    assert errors[0][0] == 2 and "NaN" in errors[0][1].err
+    assert (errors[0] != errors[1]) == planted

@@ -179,8 +179,9 @@ def _on_chunk(kernel: Callable, block: Array, weights: Array | float, total_weig
     """kernel on one chunk, single-threaded (the scheduler runs chunks in parallel): kernel(x, w),
     with the chunk's covariates kernel(x, w, c), ``with_position`` also the chunk's index and
     first record; the weights are normalised by the sample's total. Returns the result and the
-    warnings recorded in a worker process (``_on_worker``). A ValueError keeps its type and
-    names the chunk."""
+    warnings recorded in a worker process (``_on_worker``). A ValueError keeps its type; its
+    ``chunk`` and ``records`` (first, last) attributes say where, for the data curator, not its
+    message (a position of an offending record is a statistic of the data)."""
     x = np.asarray(block, dtype=float)
     w = (np.full(len(x), weights) if np.ndim(weights) == 0
          else np.asarray(weights, dtype=float)) / total_weight
@@ -192,11 +193,12 @@ def _on_chunk(kernel: Callable, block: Array, weights: Array | float, total_weig
     try:
         return _on_worker(run, (), client)
     except ValueError as exc:
-        message = f"chunk {index} (records {first} to {first + len(x) - 1}): {exc}"
+        message = f"{exc} (in one chunk: the error's chunk and records say which, for the curator)"
         try:
             named = type(exc)(message)
         except TypeError:
             named = ValueError(message)
+        named.chunk, named.records = index, (first, first + len(x) - 1)
         raise named from None
 
 

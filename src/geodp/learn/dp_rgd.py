@@ -62,7 +62,7 @@ class LipschitzViolation(ValueError):
                          "holds")
 
     def __reduce__(self):
-        return type(self), (self.count,)
+        return type(self), (self.count,), self.__dict__
 
 
 class NonFiniteRecords(ValueError):
@@ -75,7 +75,7 @@ class NonFiniteRecords(ValueError):
                          "(nothing was reserved or released)")
 
     def __reduce__(self):
-        return type(self), (self.count,)
+        return type(self), (self.count,), self.__dict__
 
 
 def clipped_coordinate_sum(manifold: Manifold, w: Array, g: Array, bound: float,

@@ -177,7 +177,7 @@ class InvalidPoints(ValueError):
         self.bad = None if bad is None or not np.ndim(bad) else np.asarray(bad)
 
     def __reduce__(self):
-        return type(self), (str(self), self.bad)
+        return type(self), (str(self), self.bad), self.__dict__
 
 
 class Manifold(ABC):

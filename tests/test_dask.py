@@ -9,6 +9,7 @@ import signal
 import sys
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -96,13 +97,16 @@ def test_bad_chunk_is_named_and_nothing_is_charged(tmp_path, defect):
         frechet_mean(m, x)
     reason = "NaN" if defect == "nan" else "defect exceeds the tolerance"
     assert reason in str(in_memory.value)
-    with pytest.raises(ValueError, match=rf"chunk 3 \(records 300 to 399\): .*{reason}"):
-        frechet_mean(m, chunked)
+    with pytest.raises(ValueError, match=rf"{reason}.*\(in one chunk: the error's chunk") as info:
+        frechet_mean(m, chunked)  # where: attributes for the curator, not the message
+    assert (info.value.chunk, info.value.records) == (3, (300, 399))
+    assert "300" not in str(info.value) and "333" not in str(info.value)
     ledger = BudgetLedger(tmp_path / "l.db", total_epsilon=10.0)
     for mechanism in ("laplace", "kng"):
-        with pytest.raises(ValueError, match=r"chunk 3 \(records 300 to 399\)"):
+        with pytest.raises(ValueError, match=r"in one chunk") as info:
             geodp.private_frechet_mean(m, chunked, 1.0, base_point(m), 0.5, mechanism=mechanism,
                                        ledger=ledger, rng=0)
+        assert info.value.chunk == 3
     assert ledger.spent() == (0.0, 0.0) and ledger.history() == []
 
 
@@ -196,8 +200,9 @@ def test_local_cluster_survives_a_killed_worker(tmp_path, capsys):
         assert float(m.dist(result["fit"].mean, expect)) < 1e-10
         bad = lazy.map_blocks(lambda x, block_info=None: x * (2.0 if block_info[0]["chunk-location"][0]
                                                                 == 7 else 1.0), dtype=float)
-        with pytest.raises(ValueError, match=r"chunk 7 \(records 3500 to 3999\)"):
+        with pytest.raises(ValueError, match=r"in one chunk") as info:
             frechet_mean(m, bad)
+        assert (info.value.chunk, info.value.records) == (7, (3500, 3999))
         np.save(tmp_path / "points.npy", cloud(m, 300, seed=3))
         assert main(["mean", str(tmp_path / "points.npy"), "--manifold", "sphere:2", "--scheduler",
                      cluster.scheduler_address, "--quiet"]) == 0
@@ -242,3 +247,87 @@ def test_chunked_private_regression_is_the_in_memory_release():
     assert b.diagnostics["covariates_clipped"] == 1 and b.sensitivity == a.sensitivity
     for part in ("footpoint", "shooting_vector"):
         assert np.max(np.abs(a.value[part] - b.value[part])) < 1e-8
+
+
+def _far_record_pair(tmp_path) -> list[str]:
+    """Review finding B2's worst pair on H^2: 60 records near the origin, one of them moved to
+    distance 9 (D) or 10 (D'), beyond the distance 9.9 where ``HyperboloidPrecisionWarning``
+    (a diagnostic: it depends on the records) is raised. Saved as .npy files; their paths."""
+    m = Hyperbolic(2)
+    c = m.origin()
+    x = m.exp(c, m.from_coords(c, np.random.default_rng(0).normal(size=(60, 2)) * 0.5))
+    paths = []
+    for name, far in (("d", 9.0), ("d_prime", 10.0)):
+        y = x.copy()
+        y[0] = m.exp(c, m.from_coords(c, np.array([far, 0.0])))
+        np.save(tmp_path / f"{name}.npy", y)
+        paths.append(str(tmp_path / f"{name}.npy"))
+    return paths
+
+
+def _cli_outcomes(paths, address, capfd) -> list[tuple[str, list]]:
+    """stderr (the client's and the workers', captured at the file descriptor) and the published
+    warnings of a wrapped-Laplace mean on each data set, run on the cluster at ``address``."""
+    seen = []
+    for path in paths:
+        assert main(["release", "mean", path, "--manifold", "hyperbolic:2", "--center", "1,0,0",
+                     "--radius", "10.5", "--epsilon", "1", "--mechanism", "wrapped-laplace",
+                     "--seed", "1", "--scheduler", address, "--quiet"]) == 0
+        time.sleep(0.5)  # a worker's stderr is its own process's: let it reach the file
+        out, err = capfd.readouterr()
+        seen.append((err, json.loads(out)["warnings"]))
+    return seen
+
+
+def _worker_token(client) -> str:
+    import geodp.chunked
+    return next(iter(client.run(lambda: geodp.chunked.PROCESS).values()))
+
+
+@pytest.mark.parametrize("planted", [False, True], ids=["fixed", "planted-twin"])
+def test_worker_warnings_follow_the_public_only_rule(tmp_path, capfd, monkeypatch, planted):
+    """Review B2: chunk kernels in worker processes printed their warnings on the workers'
+    stderr, past the command line's rule that only ``public`` warnings print by default; the
+    far record of D' made stderr differ from D's. Now the workers record them and the client
+    raises them again under the rule: D and D' print the same. Twin (planted): the client's
+    token set to the worker's, so the worker takes itself for the client and prints as before;
+    the same comparison must tell D from D'. Each run starts a fresh cluster (a worker shows a
+    warning from one line of code once, so a reused one would hide the twin)."""
+    distributed = pytest.importorskip("distributed")
+    import geodp.chunked
+
+    paths = _far_record_pair(tmp_path)
+    with local_cluster(1) as cluster, distributed.Client(cluster) as client:
+        if planted:
+            monkeypatch.setattr(geodp.chunked, "PROCESS", _worker_token(client))
+        capfd.readouterr()
+        (err_d, published_d), (err_d_prime, published_d_prime) = _cli_outcomes(
+            paths, cluster.scheduler_address, capfd)
+    assert published_d == published_d_prime == []
+    if planted:
+        assert "HyperboloidPrecisionWarning" in err_d_prime and err_d != err_d_prime
+    else:
+        assert err_d == err_d_prime and "beyond distance" not in err_d_prime
+
+
+def test_a_worker_records_its_warnings_for_the_client():
+    """``_on_chunk`` in another process than the client's (a token that is not this process's)
+    returns the kernel's warnings instead of showing them, NumPy's floating-point warnings
+    included; the client raises them again (``ChunkedSample.reduce``), and in the client's own
+    process (threads) they are raised where they occur."""
+    from geodp.chunked import PROCESS, _on_chunk, _raised_again
+
+    def kernel(x, w):
+        warnings.warn("from a kernel", UserWarning)
+        return np.log(x - x)  # log(0): NumPy's RuntimeWarning
+
+    block = np.ones((4, 2))
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        value, caught = _on_chunk(kernel, block, 1.0, 4.0, 0, 0, False, None, "another process")
+    assert shown == [] and np.all(value == -np.inf)
+    assert [type(w) for w in caught] == [UserWarning, RuntimeWarning]
+    with pytest.warns(UserWarning, match="from a kernel"), pytest.warns(RuntimeWarning):
+        _raised_again(caught)
+    with pytest.warns(UserWarning, match="from a kernel"), pytest.warns(RuntimeWarning):
+        assert _on_chunk(kernel, block, 1.0, 4.0, 0, 0, False, None, PROCESS)[1] == []

@@ -55,7 +55,7 @@ def test_each_reader_keeps_one_point_per_record(spec, tmp_path):
 def test_the_issue_examples_are_refused(tmp_path):
     np.savetxt(tmp_path / "a.csv", np.random.default_rng(1).normal(size=(20, 3)), delimiter=",")
     for spec in ("euclidean:2", "euclidean:4"):
-        with pytest.raises(SystemExit, match="has 3 comma-separated values"):
+        with pytest.raises(SystemExit, match="has rows of 3 comma-separated values"):
             read_points(str(tmp_path / "a.csv"), manifold_from_spec(spec))
     np.save(tmp_path / "b.npy", np.random.default_rng(2).normal(size=(10, 3, 3)))
     with pytest.raises(SystemExit, match=r"shape \(10, 3, 3\)"):
@@ -66,7 +66,7 @@ def test_headers_ragged_rows_and_empty_files_are_clear_errors(tmp_path, capsys):
     (tmp_path / "h.csv").write_text("x,y,z\n1,2,3\n")
     (tmp_path / "r.csv").write_text("1,2,3\n4,5\n")
     (tmp_path / "e.csv").write_text("\n")
-    for name, message in [("h.csv", "not numeric"), ("r.csv", "row 2 has 2"), ("e.csv", "empty")]:
+    for name, message in [("h.csv", "not numeric"), ("r.csv", "a row without 3 comma-separated values"), ("e.csv", "empty")]:
         for command in (["mean"], ["release", "mean"]):
             args = command + [str(tmp_path / name), "--manifold", "euclidean:3"]
             if command[0] == "release":

@@ -179,7 +179,7 @@ def test_private_principal_subspace_recovers_the_planted_subspace():
                                      steps=400, rng=0)
     top = np.linalg.eigh(z.T @ z / len(z))[1][:, ::-1][:, :2]
     assert Grassmann(6, 2).dist(rel.value, top) < 1e-3
-    assert rel.parameters["k"] == 2 and rel.parameters["lipschitz"] == bound**2
+    assert rel.parameters["k"] == 2 and rel.parameters["clip"] == bound**2
 
 
 def test_private_principal_subspace_guarantee():

@@ -33,6 +33,7 @@ def test_manifold_sizes_must_be_integers(name, bad):
 # ---------------------------------------------------------------- data loading (parts A and C)
 from geodp.cli import main  # noqa: E402
 from geodp.manifolds import Sphere  # noqa: E402
+from geodp.manifolds.base import InvalidPoints  # noqa: E402
 
 BALL = ["--manifold", "sphere:2", "--center", "0,0,1", "--radius", "0.5"]
 
@@ -92,21 +93,25 @@ def test_csv_with_a_byte_order_mark_and_quoted_numbers_is_read(tmp_path, capsys)
     assert status == 0, err
     (tmp_path / "h.csv").write_text("x,y,z\n" + "\n".join(lines))
     status, _, err = _cli(capsys, "release", "mean", tmp_path / "h.csv", *BALL, "--epsilon", 1)
-    assert status == 2 and "row 1 is not numeric; a header line is not allowed" in err
+    assert status == 2 and "has a row that is not numeric; a header line is not allowed" in err
     assert "x,y,z" not in err
 
 
-def test_nan_errors_name_the_record(tmp_path, capsys):
+def test_nan_errors_name_no_record(tmp_path, capsys):
+    """A record holding NaN is refused without its position (a statistic of the data, printed
+    by the command line); the ``InvalidPoints`` error's ``bad`` mask says which, for the
+    curator."""
     x = _sphere_points()
     x[3, 1] = np.nan
     np.save(tmp_path / "n.npy", x)
     np.savetxt(tmp_path / "n.csv", x, delimiter=",")
     _, _, err = _cli(capsys, "release", "mean", tmp_path / "n.npy", *BALL, "--epsilon", 1)
-    assert "record 3 (index from 0) contains NaN" in err
+    assert "one or more records contain NaN" in err and "3" not in err.split("n.npy")[1]
     _, _, err = _cli(capsys, "release", "mean", tmp_path / "n.csv", *BALL, "--epsilon", 1)
-    assert "row 4 contains NaN" in err
-    with pytest.raises(ValueError, match=r"point 3 \(from 0\) contains NaN"):
+    assert "one or more rows contain NaN" in err and "4" not in err.split("n.csv")[1]
+    with pytest.raises(InvalidPoints, match=r"^one or more points contain NaN or infinite values$") as info:
         Sphere(2).check_point(x)
+    assert np.flatnonzero(info.value.bad).tolist() == [3]
 
 
 # ---------------------------------------------------------------- messages that name the parameter
@@ -478,18 +483,20 @@ def test_estimators_refuse_bad_inputs_by_name():
                               random_state=0).fit(x, np.arange(40) % 2)
 
 
-def test_a_non_spd_record_is_named_by_position_and_refused_at_predict():
-    """SPD.check_point names the first matrix that is not positive definite, quoting no
-    eigenvalue (an error quotes no statistic of the data); a fitted estimator refuses such a
-    record at predict instead of returning a class."""
+def test_a_non_spd_record_is_refused_unnamed_and_refused_at_predict():
+    """SPD.check_point refuses a matrix that is not positive definite quoting neither its
+    position nor an eigenvalue (an error quotes no statistic of the data; the ``bad`` mask says
+    which, for the curator); a fitted estimator refuses such a record at predict instead of
+    returning a class."""
     pytest.importorskip("sklearn")
     from geodp.estimators import PrivateMDM
     from geodp.manifolds import SPD
 
     x = np.stack([np.eye(2), np.diag([1.0, -46.6]), np.eye(2)])
-    with pytest.raises(ValueError, match=r"not positive definite \(the first at index 1\)") as info:
+    with pytest.raises(InvalidPoints, match=r"one or more matrices are not positive definite;") as info:
         SPD(2).check_point(x)
     assert "46.6" not in str(info.value) and "smallest" not in str(info.value)
+    assert not any(ch.isdigit() for ch in str(info.value)) and info.value.bad.tolist() == [0, 1, 0]
     rng = np.random.default_rng(0)
     train = SPD(2).exp(np.eye(2), SPD(2).from_coords(np.eye(2), rng.normal(0, 0.1, (40, 3))))
     est = PrivateMDM(manifold="spd", epsilon=5.0, radius=2.0, classes=[0, 1],

@@ -10,10 +10,19 @@ current Dask scheduler puts it (a ``dask.distributed`` client when one is active
 small per-chunk results travel to the client, where they are added (or compared) in a fixed tree
 order, so a seeded release does not depend on which worker finished first. Dask is imported only
 when a chunked sample is built (``pip install 'geodp[dask]'``).
+
+Warnings a kernel raises in a worker process travel back with its result and are raised again on
+the client (``_on_worker``), where the caller's filters and the command line's rule (only warnings
+marked ``public`` are printed by default) apply: a worker's own stderr would print every
+warning, including those whose raising depends on the records.
 """
 
 from __future__ import annotations
 
+import pickle
+import threading
+import uuid
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -108,25 +117,88 @@ class InMemorySample:
         return self.manifold.karcher_start(self.points, self.weights)
 
 
+PROCESS = uuid.uuid4().hex
+"""This process's token: a task running where it differs is in another process (a worker)."""
+
+_recording = threading.local()
+_hooking = threading.Lock()
+
+
+def _portable(message: Warning | str, category: type[Warning]) -> Warning:
+    """The warning as an object the client can unpickle; otherwise a ``RuntimeWarning`` with its
+    text, which no class marks ``public`` (so the command line keeps it a diagnostic)."""
+    warning = message if isinstance(message, Warning) else category(message)
+    try:
+        pickle.loads(pickle.dumps(warning))
+    except Exception:  # noqa: BLE001 - any failure to travel falls back to the plain text
+        return RuntimeWarning(f"{category.__name__}: {warning}")
+    return warning
+
+
+def _show_or_record(message, category, filename, lineno, file=None, line=None) -> None:
+    """``warnings.showwarning`` in a worker process: a warning raised by a chunk task on this
+    thread joins that task's record (``_on_worker``); any other is shown as it was before."""
+    records = getattr(_recording, "records", None)
+    if records is None:
+        _show_or_record.shown(message, category, filename, lineno, file, line)
+    else:
+        records.append(_portable(message, category))
+
+
+def _on_worker(fn: Callable, args: tuple, client: str) -> tuple[Any, list[Warning]]:
+    """(fn(*args), the warnings it raised) in another process than the client's (``client``: the
+    client's ``PROCESS``), those warnings recorded per thread rather than printed; in the
+    client's own process (threads) (fn(*args), []), its warnings raised there as usual.
+
+    A thread-local record behind one hook, not ``warnings.catch_warnings``, which swaps global
+    state and would lose warnings between tasks running on several threads of one worker. The
+    worker's filters still apply (by default a warning repeated from one line of code is shown,
+    and so recorded, once per process)."""
+    if client == PROCESS:
+        return fn(*args), []
+    with _hooking:
+        if warnings.showwarning is not _show_or_record:
+            _show_or_record.shown = warnings.showwarning
+            warnings.showwarning = _show_or_record
+    _recording.records = []
+    try:
+        return fn(*args), _recording.records
+    finally:
+        _recording.records = None
+
+
+def _raised_again(caught: list[Warning]) -> None:
+    """The warnings workers recorded, raised on the client in the order of the chunks."""
+    for warning in caught:
+        warnings.warn(warning, stacklevel=3)
+
+
 def _on_chunk(kernel: Callable, block: Array, weights: Array | float, total_weight: float,
-              index: int, first: int, with_position: bool, covariates: Array | None) -> Any:
+              index: int, first: int, with_position: bool, covariates: Array | None,
+              client: str) -> tuple[Any, list[Warning]]:
     """kernel on one chunk, single-threaded (the scheduler runs chunks in parallel): kernel(x, w),
     with the chunk's covariates kernel(x, w, c), ``with_position`` also the chunk's index and
-    first record; the weights are normalised by the sample's total. A ValueError keeps its type
-    and names the chunk."""
+    first record; the weights are normalised by the sample's total. Returns the result and the
+    warnings recorded in a worker process (``_on_worker``). A ValueError keeps its type; its
+    ``chunk`` and ``records`` (first, last) attributes say where, for the data curator, not its
+    message (a position of an offending record is a statistic of the data)."""
     x = np.asarray(block, dtype=float)
     w = (np.full(len(x), weights) if np.ndim(weights) == 0
          else np.asarray(weights, dtype=float)) / total_weight
     args = (x, w) + (() if covariates is None else (np.asarray(covariates, dtype=float),))
-    try:
+
+    def run() -> Any:
         with serial():
             return kernel(*args, index, first) if with_position else kernel(*args)
+    try:
+        return _on_worker(run, (), client)
     except ValueError as exc:
-        message = f"chunk {index} (records {first} to {first + len(x) - 1}): {exc}"
+        message = f"{exc} (in one chunk: the error's chunk and records say which, for the curator)"
         try:
             named = type(exc)(message)
         except TypeError:
             named = ValueError(message)
+        named.chunk, named.records = index, (first, first + len(x) - 1)
         raise named from None
 
 
@@ -134,11 +206,20 @@ def _add(a: Any, b: Any) -> Any:
     return tuple(np.add(u, v) for u, v in zip(a, b)) if isinstance(a, tuple) else np.add(a, b)
 
 
+def _combined(combine: Callable, a: tuple[Any, list], b: tuple[Any, list], client: str
+              ) -> tuple[Any, list[Warning]]:
+    """combine on two (result, warnings) parts: the combined result, and the parts' warnings in
+    order followed by any combine raised in a worker process (an overflow of a sum)."""
+    value, caught = _on_worker(combine, (a[0], b[0]), client)
+    return value, a[1] + b[1] + caught
+
+
 def _tree(parts: list, combine: Callable) -> Any:
-    """Pairwise combination of delayed parts, in a fixed order."""
+    """Pairwise combination of delayed (result, warnings) parts, in a fixed order."""
     dask = _dask()
     while len(parts) > 1:
-        pairs = [dask.delayed(combine, pure=False)(a, b) for a, b in zip(parts[::2], parts[1::2])]
+        pairs = [dask.delayed(_combined, pure=False)(combine, a, b, PROCESS)
+                 for a, b in zip(parts[::2], parts[1::2])]
         parts = pairs + parts[len(parts) - len(parts) % 2:]
     return parts[0]
 
@@ -217,13 +298,16 @@ class ChunkedSample:
                with_position: bool = False) -> Any:
         """kernel(x_chunk, w_chunk) on every chunk (kernel(x_chunk, w_chunk, index, first_record)
         ``with_position``), the results combined pairwise by ``combine`` in a fixed tree order,
-        computed on the current Dask scheduler."""
+        computed on the current Dask scheduler; the warnings raised in worker processes are
+        raised again here, in the order of the chunks."""
         dask = _dask()
         parts = [dask.delayed(_on_chunk, pure=False)(kernel, block, w, self._total_weight, i, lo,
-                                                     with_position, c)
+                                                     with_position, c, PROCESS)
                  for i, (block, w, lo, c) in enumerate(zip(self._blocks, self._weights, self._first,
                                                            self._covariates))]
-        return dask.compute(_tree(parts, combine))[0]
+        value, caught = dask.compute(_tree(parts, combine))[0]
+        _raised_again(caught)
+        return value
 
     def total(self, kernel: Kernel) -> Any:
         """sum over chunks of kernel(x_chunk, w_chunk), the weights normalised to sum to one; on
@@ -245,8 +329,12 @@ class ChunkedSample:
 
     def map_points(self, fn: Callable[[Array], Array]) -> ChunkedSample:
         """The sample with fn applied to each chunk of records, lazily (e.g. clipping into a ball);
-        fn must keep the points on the manifold."""
-        mapped = self.points.map_blocks(lambda x: fn(np.asarray(x, dtype=float)), dtype=float)
+        fn must keep the points on the manifold. In a worker process fn's warnings are dropped,
+        not printed (a mapped chunk is an array, with no room to carry them to the client): the
+        kernels that read the mapped records raise their own."""
+        client = PROCESS
+        mapped = self.points.map_blocks(
+            lambda x: _on_worker(fn, (np.asarray(x, dtype=float),), client)[0], dtype=float)
         return ChunkedSample(self.manifold, mapped, validate=False)
 
 

@@ -256,28 +256,28 @@ def _read_csv(source: str, manifold: Manifold) -> np.ndarray:
     if not rows:
         raise SystemExit(f"error: {source!r} is empty")
     values = []
-    for number, fields in enumerate(rows, start=1):
+    for fields in rows:  # the first row's width is the file's (its schema); no other row is named
         if len(fields) != size:
-            raise SystemExit(
-                f"error: {source!r} row {number} has {len(fields)} comma-separated values; "
-                f"{manifold!r} needs {size} per row (one point of shape {shape} per row)")
+            found = (f"has rows of {len(fields)} comma-separated values" if fields is rows[0] else
+                     f"has a row without {size} comma-separated values")
+            raise SystemExit(f"error: {source!r} {found}; {manifold!r} needs {size} per row (one "
+                             f"point of shape {shape} per row)")
         try:
             values.append([float(v) for v in fields])
         except ValueError:
-            raise SystemExit(f"error: {source!r} row {number} is not numeric; a header line is "
+            raise SystemExit(f"error: {source!r} has a row that is not numeric; a header line is "
                              f"not allowed") from None
     return np.array(values).reshape((-1,) + shape)
 
 
 def _refuse_non_finite(source: str, x: np.ndarray, csv_file: bool) -> None:
-    """Name the first record holding a NaN or an infinity: its CSV row (from 1) or .npy index."""
+    """Refuse records holding a NaN or an infinity, saying neither which nor how many (a
+    position of a record is a statistic of the data, and this error is printed)."""
     import numpy as np
-    bad = ~np.isfinite(x.reshape(len(x), -1)).all(axis=1)
-    if np.any(bad):
-        first = int(np.argmax(bad))
-        where = f"row {first + 1}" if csv_file else f"record {first} (index from 0)"
-        raise SystemExit(f"error: {source!r} {where} contains NaN or infinite values; remove "
-                         f"or repair the records that do")
+    if not np.all(np.isfinite(x)):
+        rows = "rows" if csv_file else "records"
+        raise SystemExit(f"error: {source!r}: one or more {rows} contain NaN or infinite values; "
+                         f"remove or repair them (numpy.isfinite finds them)")
 
 
 def _manifold_arg(spec: str | None) -> Manifold | None:

@@ -894,8 +894,8 @@ class PrivatePCA(TransformerMixin, BaseEstimator):
     def __sklearn_tags__(self):
         return _tags(self, super().__sklearn_tags__())
 
-    def _centred(self, X, reset: bool) -> np.ndarray:
-        X = _sk_validate(self, X, reset=reset, dtype=np.float64)
+    def _centred(self, X, reset: bool, min_samples: int = 1) -> np.ndarray:
+        X = _sk_validate(self, X, reset=reset, dtype=np.float64, ensure_min_samples=min_samples)
         return X if self.center is None else X - self._center(X.shape[1])
 
     def _center(self, width: int) -> np.ndarray:
@@ -907,8 +907,9 @@ class PrivatePCA(TransformerMixin, BaseEstimator):
         return center
 
     def fit(self, X, y=None) -> "PrivatePCA":
-        """Release the components of X, array (n, D); y is ignored."""
-        Z = self._centred(X, reset=True)
+        """Release the components of X, array (n, D); y is ignored. With a ``batch_size``
+        (Poisson sampling, add/remove) n = 0 is released from too, as its neighbour {x} is."""
+        Z = self._centred(X, reset=True, min_samples=0 if self.batch_size is not None else 1)
         k = self.n_components
         if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k < Z.shape[1]:
             raise ValueError(f"n_components must be an integer in [1, n_features) with "

@@ -51,7 +51,31 @@ SAMPLINGS = ("poisson", "without_replacement")
 
 
 class LipschitzViolation(ValueError):
-    """A per-sample gradient exceeded the geodesic Lipschitz bound the caller stated."""
+    """One or more per-sample gradients at the public start exceed the geodesic Lipschitz bound
+    the caller stated. The message quotes no count; ``count`` holds it, for the data curator."""
+
+    def __init__(self, count: int):
+        self.count = count
+        super().__init__("one or more records have a gradient at init above lipschitz: the stated "
+                         "bound is false, so the guarantee would not hold. Nothing was reserved or "
+                         "released. Use clip= for a guarantee whatever the data, or a bound that "
+                         "holds")
+
+    def __reduce__(self):
+        return type(self), (self.count,), self.__dict__
+
+
+class NonFiniteRecords(ValueError):
+    """One or more records hold NaN or infinite values. The message quotes no count; ``count``
+    holds it, for the data curator."""
+
+    def __init__(self, count: int):
+        self.count = count
+        super().__init__("one or more records contain NaN or infinite values; remove them "
+                         "(nothing was reserved or released)")
+
+    def __reduce__(self):
+        return type(self), (self.count,), self.__dict__
 
 
 def clipped_coordinate_sum(manifold: Manifold, w: Array, g: Array, bound: float,
@@ -286,8 +310,9 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
 
     Raises
     ------
-    ValueError for invalid parameters or non-finite records, ``LipschitzViolation``,
-    ``BudgetExceededError``; ``ParameterError`` naming ``steps`` when so many steps make every
+    ValueError for invalid parameters, for empty data where n is public (a full batch, sampling
+    without replacement; Poisson sampling releases noise alone from no records), or
+    ``NonFiniteRecords``; ``LipschitzViolation``, ``BudgetExceededError``; ``ParameterError`` naming ``steps`` when so many steps make every
     step's noise longer than the domain's diameter while fewer would not (``steps_caveat``;
     when even one step is that noisy, a ``NoiseDominatesWarning``, repeated in the caveats).
 
@@ -320,10 +345,10 @@ def dp_rsgd(manifold: Manifold, per_sample_grad: Callable[[Array, Array], Array]
                                      lipschitz is not None)
     _check_records(manifold, data, w, step_gradients, lipschitz is not None)
     with reserved(ledger, plan.guarantee, f"{label} ({plan.guarantee.describe()})"), \
-            bar(steps, label, progress) as meter:
+            bar(steps, label, progress) as meter:  # no loss of no records (a mean of nothing)
         value, clipped, trace, kept = _descend(manifold, data, w, plan, step_gradients, schedule,
                                                steps, output, batch_size, as_generator(rng), domain,
-                                               loss, meter)
+                                               loss if plan.n else None, meter)
     rel = _release(plan, value, clipped, kept, trace, steps, sampling, output, delta, epsilon,
                    clip is not None)
     return rel if caveat is None else replace(rel, caveats=(caveat,))
@@ -340,21 +365,40 @@ def _check_inputs(manifold: Manifold, data, init, domain, output: str, sampling:
     w = manifold.check_point(init)
     if w.shape != manifold.point_shape:
         raise ValueError(f"init must be one point of shape {manifold.point_shape}, got {w.shape}")
+    # check_point accepts a defect up to its tolerance (1e-8); a bound proved on the manifold
+    # (PCA's L0 = B^2 for a unit w) holds at init only to that defect, so project it: a public map
+    w = manifold.project(w)
     if domain is not None:
         domain = (manifold.check_point(domain[0]), check_positive("domain radius", domain[1]))
         check_representable(manifold, *domain)
+    return w, _records(data), domain
+
+
+def _records(data) -> Array | ChunkedSample:
+    """The records as a NumPy array or a ``ChunkedSample``; an empty dask array as an empty NumPy
+    array (a ``ChunkedSample`` holds at least one record, and Poisson sampling releases from
+    none: ``_batches``)."""
+    if isinstance(data, ChunkedSample):
+        return data
     if is_chunked(data):
-        data = ChunkedSample(None, data, validate=False)
-    if not isinstance(data, ChunkedSample):
-        data = np.asarray(data)
-    if (data.n if isinstance(data, ChunkedSample) else len(data)) == 0:
-        raise ValueError("data is empty")
-    return w, data, domain
+        if any(np.isnan(c) for c in data.chunks[0]):
+            data = data.compute_chunk_sizes()
+        if data.shape[0] > 0:
+            return ChunkedSample(None, data, validate=False)
+    return np.asarray(data)
 
 
 def _batches(n: int, batch_size: int | None, sample_rate: float | None, sampling: str
              ) -> tuple[float, float]:
-    """(the sample rate, the public divisor of the step) for the batch options."""
+    """(the sample rate, the public divisor of the step) for the batch options.
+
+    n = 0 is refused where n is public (a full batch, sampling without replacement: replace-one
+    neighbours share n), and released from under Poisson sampling, whose add/remove neighbours
+    include the empty data set and {x}: a refusal of the one and release of the other would tell
+    them apart. Every step's clipped sum is then zero, the release is noise alone."""
+    if n == 0 and (batch_size is None or sampling == "without_replacement"):
+        raise ValueError("data is empty: a full batch or sampling without replacement (replace-one "
+                         "neighbours, n public) needs at least one record")
     if batch_size is None:
         if sample_rate is not None:
             raise ValueError("sample_rate applies to Poisson sampling, with a batch_size")
@@ -481,22 +525,20 @@ def _step_gradients(manifold: Manifold, per_sample_grad: Callable, euclidean_gra
 def _check_records(manifold: Manifold, data, w: Array, step_gradients: Callable, lipschitz: bool) -> None:
     """Before any budget is reserved: every record finite and, with a stated Lipschitz bound, every
     per-record gradient at the public w_0 computable and within it. One pass over the data
-    (distributed on a chunked sample). Errors give counts, never values."""
+    (distributed on a chunked sample). Errors quote neither counts nor values (data statistics
+    whoever sees the refusal could probe): the count is the exception's ``count``, for the
+    curator."""
     def kernel(xs: Array, ws: Array | None = None) -> Array:
         xs = np.asarray(xs, dtype=float)
-        finite = np.all(np.isfinite(xs.reshape(len(xs), -1)), axis=1)
+        finite = np.all(np.isfinite(xs.reshape(len(xs), math.prod(xs.shape[1:]))), axis=1)
         over = step_gradients(w, xs[finite], strict=True)[1] if lipschitz else 0
         return np.array([np.sum(~finite), over])
 
     counts = data.total(kernel) if isinstance(data, ChunkedSample) else kernel(data)
     if counts[0]:
-        raise ValueError(f"{int(counts[0])} record(s) contain NaN or infinite values; remove "
-                         f"them (nothing was reserved or released)")
+        raise NonFiniteRecords(int(counts[0]))
     if counts[1]:
-        raise LipschitzViolation(
-            f"{int(counts[1])} record(s) have a gradient at init above lipschitz: the stated "
-            f"bound is false, so the guarantee would not hold. Nothing was reserved or released. "
-            f"Use clip= for a guarantee whatever the data, or a bound that holds")
+        raise LipschitzViolation(int(counts[1]))
 
 
 def _diagnostic_loss(loss: Callable, w: Array, data, errors: list[str]) -> float | None:
@@ -594,9 +636,11 @@ def _release(plan: _Plan, value, clipped: int, kept: int, losses, steps, samplin
     }
     diagnostics: dict = {"clipped_gradients" if clipping else "gradients_above_lipschitz": clipped,
                          "steps_not_representable": kept}
-    # n is public under replace-one only (so is the paper's sigma, which depends on it)
+    # n is public under replace-one only (so is the paper's sigma, which depends on it and is
+    # undefined at n = 0, released from under Poisson sampling)
     (parameters if plan.replace_one else diagnostics).update(
-        n=plan.n, paper_sigma_mean=paper_sigma(steps, delta, plan.bound, plan.n, epsilon))
+        n=plan.n, paper_sigma_mean=paper_sigma(steps, delta, plan.bound, plan.n, epsilon)
+        if plan.n else None)
     if losses is not None:
         diagnostics.update(losses)
     return Release(value=value, guarantee=plan.guarantee, sensitivity=plan.sensitivity,

@@ -7,6 +7,10 @@ grad f_i(w) = -2 c_i (z_i - c_i w), c_i = w^T z_i, of norm 2 |c_i| sqrt(|z_i|^2 
 (arithmetic-geometric mean), so a public bound |z_i| <= B gives the geodesic Lipschitz constant
 L0 = B^2 for every w: no clipping is needed and the guarantee holds for all data within the bound.
 The same argument on Gr(D, k) bounds the principal subspace's gradients (``subspace_gradients``).
+
+The releases nevertheless pass ``clip=B^2`` to ``dp_rsgd``, not ``lipschitz=B^2``: the clipping
+never acts in exact arithmetic, and a stated bound checked at the start could fail by rounding on
+rows at norm B and so refuse on the data (a refusal its neighbour need not share).
 """
 
 from __future__ import annotations
@@ -47,13 +51,16 @@ def pca_loss(w: Array, z: Array) -> float:
     return float(-np.mean((z @ w) ** 2))
 
 
-def finite_rows(data: Array) -> Array:
-    """The records z_i as a float array (n, D), D >= 2, every value finite (raises otherwise)."""
+def finite_rows(data: Array, add_remove: bool = False) -> Array:
+    """The records z_i as a float array (n, D), D >= 2, every value finite (raises otherwise).
+    No records are refused unless ``add_remove`` (Poisson sampling: n is private, and the empty
+    data set is the neighbour of every one-record data set, so it is released from too)."""
     z = np.asarray(data, dtype=float)
     if z.ndim != 2 or z.shape[1] < 2:
         raise ValueError(f"data must be an (n, D) array of vectors with D >= 2, got shape {z.shape}")
-    if not len(z):
-        raise ValueError("data is empty: a release needs at least one record")
+    if not len(z) and not add_remove:
+        raise ValueError("data is empty: a full-batch release (replace-one neighbours, n public) "
+                         "needs at least one record")
     if not np.all(np.isfinite(z)):
         raise ValueError("data contain NaN or infinite values")
     return z
@@ -117,7 +124,8 @@ def private_pca(manifold: Manifold, data: Array, epsilon: float, delta: float, n
         ``Sphere(D - 1)``, the unit sphere of R^D where the eigenvector lives; another manifold
         (or another D) raises ``ValueError`` naming the one to pass.
     data : array (n, D)
-        The records z_i, every value finite.
+        The records z_i, every value finite; n = 0 only with a ``batch_size`` (add/remove: the
+        release is then noise alone).
     epsilon, delta : float
         The target (epsilon, delta)-DP.
     norm_bound : float
@@ -133,7 +141,9 @@ def private_pca(manifold: Manifold, data: Array, epsilon: float, delta: float, n
 
     Returns
     -------
-    Release with ``value`` of shape (D,) (its sign is arbitrary) and ``parameters["norm_bound"]``.
+    Release with ``value`` of shape (D,) (its sign is arbitrary), ``parameters["norm_bound"]``
+    and ``parameters["clip"]`` = B^2 (the gradients' bound, which the clipping never exceeds in
+    exact arithmetic).
 
     Examples
     --------
@@ -144,7 +154,7 @@ def private_pca(manifold: Manifold, data: Array, epsilon: float, delta: float, n
     ((3,), 'replace-one')
     """
     manifold, data = manifold_first("private_pca", manifold, data)
-    z = finite_rows(data)
+    z = finite_rows(data, add_remove=batch_size is not None)
     check_manifold("private_pca", manifold, repr(Sphere(z.shape[1] - 1)),
                    manifold.point_shape == z.shape[1:], z.shape[1], "a unit vector")
     z, bound, beyond = rows_within_bound(z, norm_bound, clip_data)
@@ -155,7 +165,7 @@ def private_pca(manifold: Manifold, data: Array, epsilon: float, delta: float, n
     rel = dp_rsgd(manifold, pca_euclidean_gradients, z, epsilon, delta, steps,
                   euclidean_grad=True, batch_size=batch_size,
                   lr=1.0 / (2.0 * bound**2) if lr is None else lr, init=init, output=output,
-                  rng=rng, lipschitz=bound**2, loss=pca_loss, ledger=ledger, progress=progress,
+                  rng=rng, clip=bound**2, loss=pca_loss, ledger=ledger, progress=progress,
                   label="private PCA", secure=secure, sample_rate=sample_rate)
     rel.parameters.update(norm_bound=bound)
     rel.diagnostics.update(rows_scaled_to_bound=beyond)
@@ -222,7 +232,7 @@ def private_principal_subspace(manifold: Manifold, data: Array, epsilon: float, 
     ((4, 2), 'replace-one')
     """
     manifold, data = manifold_first("private_principal_subspace", manifold, data)
-    z = finite_rows(data)
+    z = finite_rows(data, add_remove=batch_size is not None)
     columns, shape = z.shape[1], manifold.point_shape
     fits = len(shape) == 2 and shape[0] == columns and 1 <= shape[1] < columns
     check_manifold("private_principal_subspace", manifold,
@@ -236,7 +246,7 @@ def private_principal_subspace(manifold: Manifold, data: Array, epsilon: float, 
         init = manifold.random_point(rng)
     rel = dp_rsgd(manifold, subspace_gradients, z, epsilon, delta, steps, batch_size=batch_size,
                   lr=1.0 / (2.0 * bound**2) if lr is None else lr, init=init, output=output,
-                  rng=rng, lipschitz=bound**2, loss=subspace_loss, ledger=ledger,
+                  rng=rng, clip=bound**2, loss=subspace_loss, ledger=ledger,
                   progress=progress, label="private principal subspace", secure=secure,
                   sample_rate=sample_rate)
     rel.parameters.update(norm_bound=bound, k=shape[1])

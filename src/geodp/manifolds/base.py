@@ -166,13 +166,18 @@ def space_form_mean_exp_adjoints(p: Array, v: Array, x: Array, e: Array, sign: f
 BALL_MIN_RATE = 1e-4
 
 
-def first_bad(bad: Array) -> str:
-    """Where the first True of a boolean batch ``bad`` lies, as " (the first at index i, j)"
-    ("" for a single point): an error names a bad record by position, never by its values."""
-    if not bad.ndim:
-        return ""
-    first = np.unravel_index(int(np.argmax(bad)), bad.shape)
-    return f" (the first at index {', '.join(map(str, first))})"
+class InvalidPoints(ValueError):
+    """Points that are not on the manifold, or hold NaN or infinite values. The message names
+    neither how many nor which (the points may be records: their positions are data
+    statistics); ``bad``, the boolean mask over the batch (None for a single point), says so for
+    the data curator."""
+
+    def __init__(self, message: str, bad: Array | None = None):
+        super().__init__(message)
+        self.bad = None if bad is None or not np.ndim(bad) else np.asarray(bad)
+
+    def __reduce__(self):
+        return type(self), (str(self), self.bad), self.__dict__
 
 
 def zero_where_not_finite(e: Array, nd: int) -> Array:
@@ -493,9 +498,8 @@ class Manifold(ABC):
         batch = x.shape[: x.ndim - nd]
         finite = np.isfinite(x).reshape(batch + (int(np.prod(self.point_shape)),)).all(axis=-1)
         if not np.all(finite):
-            index = [int(i) for i in np.argwhere(~finite)[0]]
-            where = "" if not batch else f" {index[0] if len(index) == 1 else tuple(index)} (from 0)"
-            raise ValueError(f"{what}{where} contains NaN or infinite values")
+            which = f"one or more {what}s contain" if batch else f"the {what} contains"
+            raise InvalidPoints(f"{which} NaN or infinite values", ~finite)
         return batch
 
     @abstractmethod
@@ -507,7 +511,8 @@ class Manifold(ABC):
         """Distance-like measure of how far v is from T_p (0 when tangent)."""
 
     def check_point(self, x: Array) -> Array:
-        """Return x as a float64 array, or raise ``ValueError`` if it is not on the manifold.
+        """Return x as a float64 array, or raise ``InvalidPoints`` (a ``ValueError``) if it is not
+        on the manifold (which points: its ``bad`` mask, never its message).
 
         Points given in a lower precision (float32, float16) are cast to float64, judged
         against a tolerance scaled to that precision (``precision_tolerance``; their rounding
@@ -520,11 +525,9 @@ class Manifold(ABC):
         defect = self._point_defect(x)
         bad = ~(defect <= tolerance)
         if np.any(bad):
-            raise ValueError(
-                f"{'one or more points are' if bad.ndim else 'the point is'} not on {self!r}"
-                f"{first_bad(bad)}: the defect exceeds the tolerance {tolerance:g}"
-                f"{self._defect_hint()}"
-            )
+            raise InvalidPoints(
+                f"{'one or more points are' if bad.ndim else 'the point is'} not on {self!r}: "
+                f"the defect exceeds the tolerance {tolerance:g}{self._defect_hint()}", bad)
         return x if tolerance == self.tolerance else self.project(x)
 
     def precision_tolerance(self, x: Array) -> float:

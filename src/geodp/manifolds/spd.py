@@ -11,7 +11,8 @@ from . import _matrix as mx
 from . import _triangular as tri
 from ._special import cosh_sinhc, log_sinhc
 from ._threads import map_parts, split_batch, threaded
-from .base import Array, Manifold, first_bad, integer_size, rowdot, weighted_sum, zero_where_not_finite
+from .base import (Array, InvalidPoints, Manifold, integer_size, rowdot, weighted_sum,
+                   zero_where_not_finite)
 
 METRICS = ("affine", "log-euclidean")
 
@@ -113,9 +114,9 @@ class SPD(Manifold):
     def check_point(self, x: Array) -> Array:
         x = super().check_point(x)
         bad = ~mx.is_positive_definite(x)
-        if np.any(bad):  # named by position only: an error quotes no statistic of the data
-            raise ValueError(f"{'one or more matrices are' if bad.ndim else 'the matrix is'} not "
-                             f"positive definite{first_bad(bad)}; SPD.project floors the eigenvalues")
+        if np.any(bad):  # neither which nor how far: an error quotes no statistic of the data
+            raise InvalidPoints(f"{'one or more matrices are' if bad.ndim else 'the matrix is'} not "
+                                f"positive definite; SPD.project floors the eigenvalues", bad)
         return x
 
     def _defect_hint(self) -> str:

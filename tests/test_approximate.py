@@ -49,11 +49,11 @@ def test_unrestricted_spd_refusal_depends_on_the_scale_alone():
     decides for every footpoint; allowed, the chains need a public ball to start in."""
     mech = RiemannianLaplace(SPD(3), 0.4, min_acceptance=0.9)
     with pytest.raises(ApproximateSamplerRefused, match="a larger epsilon"):
-        mech.check_exact(0)
+        mech.check_exact()
     with pytest.raises(ApproximateSamplerRefused):
         mech.sample(np.eye(3), rng=0)
     allowed = RiemannianLaplace(SPD(3), 0.4, min_acceptance=0.9, allow_approximate=True)
-    allowed.check_exact(0)
+    allowed.check_exact()
     with pytest.raises(ValueError, match="chain_ball"):
         allowed.sample(np.eye(3), rng=0)
 

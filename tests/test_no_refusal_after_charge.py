@@ -61,27 +61,47 @@ def _class_means_release():
                                             ledger=MemoryLedger())
 
 
-def test_class_means_fall_back_below_the_smallest_releasable_size(monkeypatch):
+def test_class_means_fall_back_where_the_mechanism_cannot_release(monkeypatch):
     release = _class_means_release()
     assert _outcomes(release, range(40)) == {"released": 40}
     rel = release(0)
-    least = rel.parameters["smallest_releasable_size"]
+    passes = classes.releasable(SPD(2), np.eye(2), 1.0, rel.parameters["epsilon_mean"], "laplace",
+                                False)
     sizes = rel.parameters["sensitivity_sizes"]
-    assert [label for label, size in zip([0, 1], sizes) if size < least] == \
+    assert [label for label, size in zip([0, 1], sizes) if not passes(size)] == \
         rel.parameters["fallback_classes"]
-    monkeypatch.setattr(classes, "smallest_releasable_size", lambda *args: 1)
+    monkeypatch.setattr(classes, "releasable", lambda *args: lambda size, raising=False: True)
     assert _outcomes(release, range(40)).get("released", 0) < 40
 
 
-def test_the_smallest_releasable_size_is_the_threshold_of_the_checks():
-    """Bisection finds L with the release passing its checks at L and failing at L - 1; where
-    even n fails, the refusal is raised (before anything is charged)."""
+def test_class_means_on_spd6_where_the_plan_is_not_monotone():
+    """SPD(6)'s exact plan passes at some class sizes between sizes where it fails (a review
+    found 9-13 and from 24 on passing at r = 0.5, epsilon_mean 0.5): every class is decided by
+    its own size, never by a threshold, so public sizes 23 and 17 release (falling back) for
+    every seed, where a threshold from bisection refused after the charge."""
+    m, c = SPD(6), np.eye(6)
+    x = np.broadcast_to(c, (40, 6, 6)).copy()
+    labels = np.repeat([0, 1], [23, 17])
+    outcomes = _outcomes(lambda seed: private_class_means(m, x, labels, [0, 1], 0.5, c, 0.5,
+                                                         class_sizes="public", rng=seed,
+                                                         ledger=MemoryLedger()), range(6))
+    assert outcomes == {"released": 6}
+
+
+def test_the_check_is_the_release_and_the_largest_class_refuses_before_the_charge():
+    """``releasable`` runs the release's own checks (a release at a size it passes gets to the
+    reservation, one it fails raises); where even n records fail, the refusal comes first."""
     m, c = SPD(2), np.eye(2)
-    least = classes.smallest_releasable_size(m, c, 1.0, 0.35, "laplace", 206, False)
+    passes = classes.releasable(m, c, 1.0, 0.35, "laplace", False)
+    sizes = [size for size in (1, 2, 5, 10, 50, 200, 1000) if passes(size)]
+    assert sizes and sizes[-1] == 1000 and not passes(1)
     check = classes._CheckOnly()
     with pytest.raises(classes._Checked):
-        private_frechet_mean(m, c[None], 0.35, c, 1.0, sensitivity_size=least, ledger=check)
+        private_frechet_mean(m, c[None], 0.35, c, 1.0, sensitivity_size=sizes[0], ledger=check)
     with pytest.raises(ValueError):
-        private_frechet_mean(m, c[None], 0.35, c, 1.0, sensitivity_size=least - 1, ledger=check)
+        private_frechet_mean(m, c[None], 0.35, c, 1.0, sensitivity_size=1, ledger=check)
+    ledger = MemoryLedger()
     with pytest.raises(ValueError):
-        classes.smallest_releasable_size(m, c, 1.0, 0.35, "laplace", least - 1, False)
+        private_class_means(m, np.tile(c, (2, 1, 1)), [0, 1], [0, 1], 0.1, c, 1.0, ledger=ledger,
+                            class_sizes="public")
+    assert ledger.history() == []

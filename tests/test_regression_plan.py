@@ -17,9 +17,10 @@ import pytest
 
 import geodp
 import geodp.manifolds.base as manifold_base
+import geodp.learn.regression as regression_module
 import geodp.manifolds.spd as spd_module
 from geodp.audit import audit_mechanism
-from geodp.manifolds import SPD, Sphere
+from geodp.manifolds import SPD, Hyperbolic, Sphere
 from geodp.mechanisms import ApproximateSamplerRefused
 from geodp.mechanisms import kng
 from geodp.mechanisms.kng import BundleDomain, KNormGradient, exact_plan
@@ -168,3 +169,34 @@ def test_the_sequential_plan_takes_the_larger_share():
     assert not exact_plan(40, {"epsilon_footpoint": 0.5, "epsilon_shooting_vector": 1.2}, True)
     with pytest.raises(ApproximateSamplerRefused, match="epsilon_shooting_vector"):
         exact_plan(40, {"epsilon_footpoint": 0.5, "epsilon_shooting_vector": 1.2}, False)
+
+
+def _far_covariate_pair():
+    """H^2, 10 records at the origin with covariate 0.1 (D), and the same with one covariate at
+    the public bound 400 (D'): Exp_p(400 v) overflows for |v| >~ 0.88."""
+    m = Hyperbolic(2)
+    c = m.origin()
+    x = np.full(10, 0.1)
+    x_prime = x.copy()
+    x_prime[-1] = 400.0
+    return m, c, np.stack([c] * 10), x, x_prime
+
+
+def test_a_domain_whose_fitted_points_overflow_is_refused_before_the_charge(monkeypatch):
+    """The public domain (radius 1, x_range (0, 400), v_max 1) reaches 401 from its center: refused
+    before the ledger reserves, for both data sets. The planted bug (no such check) releases, and
+    D' never lands where its far record's term overflows (|v| > 0.9), so the same audit on the
+    share of releases there exceeds epsilon."""
+    m, c, y, x, x_prime = _far_covariate_pair()
+    run = dict(epsilon=1.0, tau=0.5, x_range=(0.0, 400.0), v_max=1.0, center=c, radius=1.0)
+    for covariates in (x, x_prime):
+        with pytest.raises(ValueError, match="x_range"):
+            geodp.private_geodesic_regression(m, covariates, y, rng=0, **run)
+
+    def releases(covariates):
+        return lambda k, rng: np.array([float(m.norm(r.value["footpoint"], r.value["shooting_vector"]))
+                                        for r in (geodp.private_geodesic_regression(
+                                            m, covariates, y, rng=rng, **run) for _ in range(k))])
+    monkeypatch.setattr(regression_module, "_check_reach", lambda *args: None)
+    far = lambda z: (z > 0.9).astype(float)  # noqa: E731
+    assert audit_mechanism(releases(x), releases(x_prime), far, 150, rng=3).epsilon_lower > 1.0

@@ -78,7 +78,7 @@ def test_exact_once_planned_however_few_proposals_the_footpoint_accepts():
     """Without allow_approximate, a plan that passes at the center draws exactly at a footpoint
     whose pilot falls below min_acceptance, where it used to refuse after reading the data."""
     mech = RiemannianLaplace(SPACE, SCALE, restrict_to=(CENTER, RADIUS), min_acceptance=0.5)
-    mech.check_exact(0)
+    mech.check_exact()
     draws = mech.sample(np.r_[RADIUS, np.zeros(7)], size=200, rng=1)
     assert mech.last_info.exact and np.all(np.linalg.norm(draws, axis=1) <= RADIUS)
 
@@ -88,7 +88,7 @@ def test_refusal_is_decided_at_the_center_before_the_data():
     at every footpoint."""
     mech = RiemannianLaplace(SPACE, SCALE, restrict_to=(CENTER, RADIUS), min_acceptance=0.9)
     with pytest.raises(ApproximateSamplerRefused, match="decided before the data are read"):
-        mech.check_exact(0)
+        mech.check_exact()
     for footpoint in (CENTER, FOOTPOINTS[0]):
         with pytest.raises(ApproximateSamplerRefused, match="at the ball's center"):
             mech.sample(footpoint, rng=0)

@@ -186,6 +186,20 @@ def _mechanism(name: str | None, manifold: Manifold, route: str) -> str:
     return "wrapped-laplace" if getattr(manifold, "is_hadamard", False) else "laplace"
 
 
+def _releasable_radius(manifold, n, center, radius, cap, mechanism, epsilon, delta) -> float:
+    """``radius`` where the mean's release passes its checks there (``check_frechet_mean``, all
+    decided from public parameters and the released ball), else ``cap``, where they passed
+    before the reservation: a map of the released (c, r), so that the mean never refuses after
+    the charge (its checks need not pass more easily on a smaller ball: SPD(6)'s exact plan
+    fails at some scales between two that pass)."""
+    try:
+        check_frechet_mean(manifold, n, center, radius, mechanism=mechanism, epsilon=epsilon,
+                           delta=delta)
+    except ValueError:
+        return cap
+    return radius
+
+
 def _mean_in_private_ball(est, X, center, radius, mechanism, ledger, rng):
     """``PrivateFrechetMean(ball="private")``: the private ball with ``ball_budget`` of epsilon,
     then the mean of the records clipped into it with the rest; one charge to the ledger."""
@@ -204,9 +218,11 @@ def _mean_in_private_ball(est, X, center, radius, mechanism, ledger, rng):
                                   f"{target.describe()})"):
         ball = draw_ball(m, plan, PureDP(est.ball_budget * eps), rng)
         c, r = ball.value, float(ball.parameters["radius"])
+        inner_radius = _releasable_radius(m, len(plan.x), c, min(r, cap), cap, mechanism,
+                                          (1 - est.ball_budget) * eps, est.delta)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ClippingWarning)  # the quantile ball clips by design
-            inner = private_frechet_mean(m, plan.x, (1 - est.ball_budget) * eps, c, min(r, cap),
+            inner = private_frechet_mean(m, plan.x, (1 - est.ball_budget) * eps, c, inner_radius,
                                          mechanism=mechanism, clip_data=True, rng=rng,
                                          delta=est.delta)  # footpoint: c
     return dataclasses.replace(

@@ -39,7 +39,8 @@ L_c >= 1, the class's release is the noise law around the center (no record to a
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -155,35 +156,34 @@ class _CheckOnly:
         raise _Checked
 
 
-def smallest_releasable_size(manifold: Manifold, center: Array, radius: float, epsilon: float,
-                             mechanism: str, n: int, allow_approximate: bool,
-                             max_condition: float | None = None) -> int:
-    """The smallest class size L in [1, n] at which a class mean calibrated on L
+def releasable(manifold: Manifold, center: Array, radius: float, epsilon: float, mechanism: str,
+               allow_approximate: bool, max_condition: float | None = None) -> Callable[..., bool]:
+    """``passes(L, raising=False)``: whether a class mean calibrated on size L
     (``private_frechet_mean`` with ``sensitivity_size=L`` and ``epsilon``) passes every check of
-    the release (normalisable, representable, exact or allowed chains), found by bisection: those
-    checks are decided from public parameters before the reservation, and pass more easily as L
-    grows (the sensitivity and the scale shrink). Where even L = n fails, that refusal is raised
-    (before anything is charged)."""
-    def passes(size: int, raising: bool = False) -> bool:
+    its release (normalisable, representable, exact or allowed chains), by running it against a
+    ledger that stops it at the reservation, so that nothing is drawn. Those checks are decided
+    from public parameters (the exact plan's pilots draw from a fixed seed), so the answer is the
+    release's own; it need not be monotone in L (SPD(6)'s eigenvalue samplers pass at 9-13 and
+    from 24 on, not at 17-21). ``raising`` re-raises the refusal instead of returning False."""
+    @lru_cache(maxsize=None)
+    def check(size: int) -> ValueError | None:
         try:
             private_frechet_mean(manifold, center[None], epsilon, center, radius,
                                  mechanism=mechanism, sensitivity_size=size, ledger=_CheckOnly(),
                                  allow_approximate=allow_approximate, rng=0,
                                  max_condition=max_condition)
         except _Checked:
-            return True
-        except ValueError:
-            if raising:
-                raise
-            return False
+            return None
+        except ValueError as exc:
+            return exc
         raise AssertionError("the release drew without reserving")  # pragma: no cover
 
-    passes(n, raising=True)
-    lo, hi = 0, n  # passes(hi), and lo fails (or is 0)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if passes(mid) else (mid, hi)
-    return hi
+    def passes(size: int, raising: bool = False) -> bool:
+        refusal = check(int(size))
+        if refusal is not None and raising:
+            raise refusal
+        return refusal is None
+    return passes
 
 
 def private_class_means(manifold: Manifold, points: Array, labels: Array, classes: Sequence,
@@ -194,7 +194,8 @@ def private_class_means(manifold: Manifold, points: Array, labels: Array, classe
                         ledger: BudgetLedger | MemoryLedger | None = None,
                         rng: np.random.Generator | int | None = None,
                         allow_approximate: bool = False,
-                        max_condition: float | None = None) -> Release:
+                        max_condition: float | None = None,
+                        refuse_unreleasable: bool = True) -> Release:
     """Differentially private Fréchet means of every class (the module docstring proves it).
 
     Parameters
@@ -222,14 +223,18 @@ def private_class_means(manifold: Manifold, points: Array, labels: Array, classe
         The pure-DP Fréchet-mean mechanism of each class (``private_frechet_mean``).
     min_class_size : int
         Classes with L_c (or, public, n_c) below it get the center as mean, with a
-        ``SmallClassWarning``; so do classes below the smallest size whose mechanism can release
-        at epsilon_mean (``smallest_releasable_size``, from public parameters, published as
-        ``smallest_releasable_size``): the mechanism would refuse them (not normalisable, not
-        representable, no exact sampler), after the budget is charged.
+        ``SmallClassWarning``; so do classes whose size the mechanism cannot release at
+        epsilon_mean (``releasable``, from public parameters and the released size: the
+        mechanism would refuse them, not normalisable, not representable or with no exact
+        sampler, after the budget is charged).
     clip_data, ledger, rng, allow_approximate, max_condition
         As in ``private_frechet_mean``; the ledger is charged the whole release once. A record
         above ``max_condition`` is refused (or capped, with ``clip_data``) before anything is
         charged.
+    refuse_unreleasable : bool
+        Refuse, before anything is charged, a release whose mechanism cannot release even a
+        class of all n records (default); False makes every class fall back to the center
+        instead (for a caller whose ball is itself a released value, inside its reservation).
 
     Returns
     -------
@@ -260,16 +265,16 @@ def private_class_means(manifold: Manifold, points: Array, labels: Array, classe
     check_condition_cap(manifold, center, max_condition)
     x, capped = enforce_condition(manifold, x, max_condition, clip_data)
     x, clipped = enforce_ball(manifold, x, center, radius, clip_data)
-    releasable = smallest_releasable_size(manifold, center, radius, split["epsilon_mean"],
-                                          mechanism, len(x), allow_approximate, max_condition)
-    least = max(min_class_size, releasable)
+    passes = releasable(manifold, center, radius, split["epsilon_mean"], mechanism,
+                        allow_approximate, max_condition)
+    passes(len(x), raising=refuse_unreleasable)  # a refusal every class meets: before the charge
     rng, public = as_generator(rng), class_sizes == "public"
     releases, fallback = [], []
     with reserved(ledger, target, f"class means ({mechanism}, {class_sizes} sizes, "
                                   f"{target.describe()})"):
         lower, noisy, t = _lower_bounds(codes, k, split, public, rng)
         for c in range(k):
-            if lower[c] < least:
+            if lower[c] < min_class_size or not passes(lower[c]):
                 fallback.append(c)
                 releases.append(None)
                 continue
@@ -277,13 +282,12 @@ def private_class_means(manifold: Manifold, points: Array, labels: Array, classe
                                         center, radius, rng, allow_approximate, max_condition))
     if fallback:
         warnings.warn(f"{len(fallback)} of {k} classes have a {'declared' if public else 'released'} "
-                      f"size below {least} (min_class_size = {min_class_size}, the mechanism "
-                      f"releases from {releasable} on): their mean is the public "
+                      f"size below min_class_size = {min_class_size} or one the mechanism "
+                      f"cannot release at epsilon_mean: their mean is the public "
                       f"center (classes {[classes[c] for c in fallback][:10]})", SmallClassWarning,
                       stacklevel=2)
     return _release(releases, center, target, split, lower, noisy, t, fallback, classes, mechanism,
                     class_sizes, {"n": len(x), "radius": float(radius),
-                                  "smallest_releasable_size": releasable,
                                   **condition_parameters(manifold, max_condition)},
                     {"clipped": clipped, "capped": capped} if capped else clipped)
 

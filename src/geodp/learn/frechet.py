@@ -338,7 +338,7 @@ def _kng_mean(req: _Request, opts: _Options) -> Release:
                     "a larger epsilon")
     proposal = convex_proposal(manifold, lam, center, radius, mech.scale, req.allow_approximate)
     with exact_alternatives(*alternatives):
-        proposal.check_exact(req.rng)
+        proposal.check_exact()
     with reserved(req.ledger, req.target, req.label()), exact_alternatives(*alternatives):
         value, info, lam = kng_mean_draws(manifold, req.x, fit.mean, center, radius, mech.scale,
                                           req.rng, allow_approximate=req.allow_approximate,
@@ -373,7 +373,7 @@ def _output_law(req: _Request, opts: _Options):
                                                 req.allow_approximate, req.max_condition)
         with exact_alternatives("a public footpoint (the default: the center)",
                                 "a larger footpoint_budget"):
-            fp_mech.check_exact(req.rng)
+            fp_mech.check_exact()
     tangent = (req.sensitivity if opts.tangent_sensitivity is None
                else opts.tangent_sensitivity + req.slack)
     scale = spec.calibrate(main, tangent, restrict=opts.restrict)
@@ -391,7 +391,7 @@ def _output_law(req: _Request, opts: _Options):
     law = spec.sampler(manifold, scale, ball=(center, req.radius), footpoint=footpoint,
                        restrict=opts.restrict, allow_approximate=req.allow_approximate,
                        **_cap(req))
-    law.check_exact(req.rng)
+    law.check_exact()
     if spec.takes_footpoint:
         law.check_representable(float(manifold.dist(law.footpoint, center)) + req.radius)
         params.update(footpoint=np.asarray(law.footpoint).tolist())
@@ -659,4 +659,4 @@ def check_frechet_mean(manifold: Manifold, n: int, center: Array, radius: float,
         lam = curvature_factor(radius, manifold.curvature_bounds[1])
         with exact_alternatives("the Riemannian Laplace mechanism ('laplace') instead of K-norm "
                                 "gradient", "a larger epsilon"):
-            convex_proposal(manifold, lam, center, radius, scale, False).check_exact(req.rng)
+            convex_proposal(manifold, lam, center, radius, scale, False).check_exact()

@@ -385,7 +385,7 @@ def private_ball_class_means(manifold: Manifold, points: Array, labels: Array, c
                 inner = private_class_means(manifold, x, labels, classes, eps_means, c,
                                             min(r, cap), delta=delta, count_budget=count_budget,
                                             mechanism=mechanism, min_class_size=min_class_size,
-                                            clip_data=True, rng=rng)
+                                            clip_data=True, rng=rng, refuse_unreleasable=False)
     value = np.asarray(inner.value)
     if means == "frechet":
         value = into_ball(manifold, value, center, radius)[0]

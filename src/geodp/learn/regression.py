@@ -88,6 +88,23 @@ def _domain_ball(manifold: Manifold, center, radius) -> tuple[Array, float | Non
     return center, radius
 
 
+def _check_reach(manifold: Manifold, center: Array, radius: float | None, reach: float) -> None:
+    """Refuse, from public parameters, a domain whose fitted points Exp_p(x v) (within radius +
+    max |x| v_max of the center) double precision cannot hold: their residuals and adjoints
+    would overflow on some states and not others, as the records decide (compact spaces are
+    never refused)."""
+    if radius is None:
+        return
+    try:
+        check_representable(manifold, center, radius + reach)
+    except ValueError:
+        raise ParameterError(f"the fitted points of the public domain reach {radius + reach:.4g} "
+                             f"from its center ({{radius}} plus the largest |x| of {{x_range}} "
+                             f"times {{v_max}}), beyond what double precision represents on "
+                             f"{manifold!r}: choose a narrower domain", "radius", "x_range",
+                             "v_max") from None
+
+
 def _records_in_range(manifold: Manifold, x, y, lo: float, hi: float,
                       clip_data: bool) -> tuple[RegressionSample, int]:
     """The records with their covariates in [lo, hi] (clipped into it with ``clip_data``; else
@@ -269,7 +286,12 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
                {"epsilon_footpoint": footpoint_budget * epsilon,
                 "epsilon_shooting_vector": (1 - footpoint_budget) * epsilon})
     planned = exact_plan(n, budgets, allow_approximate)
+    _check_reach(manifold, center, radius, x_bound * v_max)
     sens = regression_sensitivity(manifold, n, tau, x_bound, v_max)
+    eps_p = footpoint_budget * epsilon
+    mechs = ((KNormGradient(sens["joint"], epsilon),) if release == "joint" else
+             (KNormGradient(regression_sensitivity(manifold, n, tau, x_bound, 0.0)["footpoint"],
+                            eps_p), KNormGradient(sens["shooting_vector"], epsilon - eps_p)))
     target = PureDP(epsilon)
     start = ((center, np.zeros_like(center)) if planned  # exact draws need no fit
              else _start(manifold, data, tau, center, radius, v_max))
@@ -284,18 +306,14 @@ def private_geodesic_regression(manifold: Manifold, x: Array, y: Array, epsilon:
     gradient = _gradient_field(manifold, data, tau)
     with reserved(ledger, target, f"geodesic regression (KNG {release}, {target.describe()})"):
         if release == "joint":
-            mech = KNormGradient(sens["joint"], epsilon)
             state, info = sample_bundle(BundleDomain(manifold, center, radius, v_max), gradient,
-                                        np.stack(start), mech.scale, **run)
-            (p, v), scale, sensitivity = state[0], mech.scale, mech.sensitivity
+                                        np.stack(start), mechs[0].scale, **run)
+            p, v = state[0]
             diagnostics["sampler"] = info.as_dict()
         else:
-            eps_p = footpoint_budget * epsilon
-            mechs = (KNormGradient(regression_sensitivity(manifold, n, tau, x_bound, 0.0)["footpoint"],
-                                   eps_p), KNormGradient(sens["shooting_vector"], epsilon - eps_p))
             p, v = _sequential_draws(manifold, gradient, start, center, radius, v_max, mechs, run,
                                      parameters, diagnostics)
-            scale, sensitivity = mechs[1].scale, mechs[1].sensitivity
+        scale, sensitivity = mechs[-1].scale, mechs[-1].sensitivity
     return Release(value={"footpoint": p, "shooting_vector": v}, guarantee=target,
                    sensitivity=sensitivity, scale=scale,
                    mechanism=f"K-norm gradient geodesic regression ({release})",

@@ -137,7 +137,7 @@ def sample_convex(manifold: Manifold, grad_norm: Callable[[Array], Array], minim
     if proposal is None:
         proposal = convex_proposal(manifold, lam, center, radius, scale, allow_approximate)
     wanted = 1 if size is None else size
-    most = 100_000 if proposal.exact_planned(rng) else max(CHAIN_BATCH, 2 * wanted)
+    most = 100_000 if proposal.exact_planned() else max(CHAIN_BATCH, 2 * wanted)
     slack = float(grad_norm(minimiser[None])[0])
     chains = []
     got = 0

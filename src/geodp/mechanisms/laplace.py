@@ -20,6 +20,10 @@ from .spd_laplace import (LowAcceptanceError, SPDEigenLaw, check_representable, 
                           spd_from_polar)
 from .tangent_rejection import TangentRejectionLaw, tangent_rejection_law
 
+#: Seed of the generator the exact plan's pilot runs draw from (``exact_planned``): public, so
+#: that the plan is a function of the public parameters alone.
+PLAN_SEED = 20_211_126
+
 
 @dataclass
 class SamplerInfo:
@@ -297,7 +301,7 @@ class RiemannianLaplace:
         label = "unrestricted law" if which == "A" else "uniform law on the ball"
         return x, rate, f"exact rejection from the {label}"
 
-    def exact_planned(self, rng: np.random.Generator | int | None = None) -> bool:
+    def exact_planned(self) -> bool:
         """Whether ``sample`` draws exactly: decided once per mechanism, from the public
         parameters alone, before any data are read, and kept.
 
@@ -309,9 +313,11 @@ class RiemannianLaplace:
         published ``exact`` flag nor a refusal ever depends on the data (only the run time does:
         a side channel outside the guarantee, as for every rejection sampler). With
         ``allow_approximate``, a plan that fails means Metropolis-Hastings chains for every data
-        set."""
+        set. The pilots draw from a generator of fixed seed (``PLAN_SEED``), not the caller's: the
+        plan is then one function of the public parameters, the same in a check run before a
+        release (``learn.classes.releasable``) as in the release itself."""
         if self._exact_plan is None:
-            rng = as_generator(rng)
+            rng = np.random.default_rng(PLAN_SEED)
             try:
                 if self.restrict_to is not None:
                     self._restricted_choice(self.restrict_to[0], rng)
@@ -322,7 +328,7 @@ class RiemannianLaplace:
                 self._exact_plan, self._plan_reason = False, str(exc)
         return self._exact_plan
 
-    def check_exact(self, rng: np.random.Generator | int | None = None) -> None:
+    def check_exact(self) -> None:
         """Refuse now, from the public parameters alone (``exact_planned``), a law no exact
         sampler can draw; call it before a ledger reserves the release. A no-op with
         ``allow_approximate``, where such a law is drawn by chains instead.
@@ -331,7 +337,7 @@ class RiemannianLaplace:
         ------
         ApproximateSamplerRefused
         """
-        if not self.allow_approximate and not self.exact_planned(rng):
+        if not self.allow_approximate and not self.exact_planned():
             raise self._refusal() from None
 
     def _refusal(self) -> ApproximateSamplerRefused:
@@ -420,7 +426,7 @@ class RiemannianLaplace:
                 return np.stack(draws).reshape(shape + m.point_shape)
             footpoint = np.ascontiguousarray(footpoints)
         try:
-            if not self.exact_planned(rng):
+            if not self.exact_planned():
                 raise LowAcceptanceError(self._plan_reason)
             if self.restrict_to is None:
                 x, acc, method = self._exact_unrestricted(footpoint, n, rng)

@@ -53,7 +53,7 @@ class Sampler(Protocol):
 
     last_info: SamplerInfo | None
 
-    def check_exact(self, rng: np.random.Generator | int | None = None) -> None:
+    def check_exact(self) -> None:
         """Refuse, from public parameters only, a law no exact sampler can draw."""
 
     def sample(self, center: Array, size=None, rng: np.random.Generator | int | None = None) -> Array:

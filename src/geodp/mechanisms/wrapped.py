@@ -51,7 +51,7 @@ class _Wrapped:
     #: How the draws are produced: always exactly, by pushing tangent noise forward.
     last_info = SamplerInfo("exact push-forward of tangent noise by Exp_p0", True, 1.0)
 
-    def check_exact(self, rng: np.random.Generator | int | None = None) -> None:
+    def check_exact(self) -> None:
         """A no-op: the tangent noise is drawn exactly at every scale."""
 
     def tangent_center(self, center: Array) -> Array:

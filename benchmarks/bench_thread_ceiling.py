@@ -1,0 +1,158 @@
+"""What two threads can gain on this machine, beside what geodp's SPD kernels gain (issue 31).
+
+Run: python benchmarks/bench_thread_ceiling.py [--case "SPD(2)" "SPD(3)" ...] [--kernel exp ...]
+     [--rounds 3]
+Per row (one kernel on the batch of ``bench_geometry --floor``), each a ratio of the wall time of
+the whole batch on one thread to the same work on two, median [range] over interleaved rounds:
+  geodp        geodp's own split (GEODP_NUM_THREADS=2 against 1)
+  2 threads    the two halves of the batch, one geodp call each, on two Python threads
+  2 processes  the same halves in two forked processes (no interpreter lock shared)
+  LAPACK       the kernel's floor (``bench_geometry.floor_kernels``) in halves on two threads
+  numpy 1 op   one elementwise product over the batch's entries, in halves on two threads
+  numpy chain  80 short elementwise operations on two rows of the entries, in halves on two
+               threads (what a closed form does: many NumPy calls of one block each)
+The process column against the thread columns separates the machine (cores, memory bandwidth)
+from the interpreter: calls shorter than the time a sleeping thread takes to wake and take the
+interpreter lock keep one thread waiting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_geometry as bg  # noqa: E402
+from _common import span  # noqa: E402
+
+KERNELS = ("exp", "log", "dist", "dist(X, Y)")
+CHAIN_OPS = 80
+
+
+def best(fn, calls=5):
+    """Smallest wall time of ``calls`` calls."""
+    out = float("inf")
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        out = min(out, time.perf_counter() - t0)
+    return out
+
+
+def kernel_call(m, c, x, y, kernel):
+    """The geodp call of ``kernel`` on the batch (x, y), base point c."""
+    if kernel == "exp":
+        v = m.log(c, x)
+        return lambda: m.exp(c, v)
+    return {"log": lambda: m.log(c, x), "dist": lambda: m.dist(c, x),
+            "dist(X, Y)": lambda: m.dist(x, y)}[kernel]
+
+
+def _child(m, c, half, kernel, barrier, queue):
+    """Time the kernel on one half, started together with the other process at the barrier."""
+    fn = kernel_call(m, c, *half, kernel)
+    fn()
+    times = []
+    for _ in range(5):
+        barrier.wait()
+        t0 = time.perf_counter()  # CLOCK_MONOTONIC: one clock for both processes
+        fn()
+        times.append((t0, time.perf_counter()))
+    queue.put(times)
+
+
+def on_processes(m, c, halves, kernel):
+    """Wall time of the two halves in two forked processes started together, from the first
+    start to the last end (best of 5)."""
+    ctx = multiprocessing.get_context("fork")
+    barrier, queue = ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=_child, args=(m, c, h, kernel, barrier, queue)) for h in halves]
+    for p in procs:
+        p.start()
+    times = [queue.get(), queue.get()]
+    for p in procs:
+        p.join()
+    return min(max(a[1], b[1]) - min(a[0], b[0]) for a, b in zip(*times))
+
+
+def numpy_ceilings(x, pool):
+    """(one product, a chain of short operations): whole / halves on two threads."""
+    entries = np.ascontiguousarray(np.moveaxis(x, (-2, -1), (0, 1))).reshape(-1, len(x))
+    out = np.empty_like(entries)
+    k = len(x) // 2
+
+    def product(s):
+        np.multiply(entries[:, s], 1.0001, out=out[:, s])
+
+    def chain(s):
+        a, b = entries[0, s], entries[-1, s]
+        acc = a * b
+        for _ in range(CHAIN_OPS):
+            acc = acc * a + b
+
+    ratios = []
+    for f in (product, chain):
+        whole = best(lambda: f(slice(None)))
+        ratios.append(whole / best(lambda: list(pool.map(f, [slice(0, k), slice(k, None)]))))
+    return ratios
+
+
+def row(label, m, c, x, y, kernel, rounds, pool):
+    fn = kernel_call(m, c, x, y, kernel)
+    k = len(x) // 2
+    halves = [(x[:k], y[:k]), (x[k:], y[k:])]
+    parts = [kernel_call(m, c, *h, kernel) for h in halves]
+    floor = bg.floor_kernels(m, c, x, y, (None,) * 4)[kernel][1]
+    cols = {"geodp": [], "2 threads": [], "2 processes": [], "LAPACK": [], "numpy 1 op": [],
+            "numpy chain": []}
+    ms = []
+    for _ in range(rounds):
+        os.environ["GEODP_NUM_THREADS"] = "1"
+        whole = best(fn)
+        ms.append(whole * 1e3)
+        cols["2 threads"].append(whole / best(lambda: list(pool.map(lambda f: f(), parts))))
+        cols["2 processes"].append(whole / on_processes(m, c, halves, kernel))
+        os.environ["GEODP_NUM_THREADS"] = "2"
+        cols["geodp"].append(whole / best(fn))
+        os.environ["GEODP_NUM_THREADS"] = "1"
+        cols["LAPACK"].append(best(lambda: floor(slice(None)))
+                              / best(lambda: list(pool.map(floor, [slice(0, k), slice(k, None)]))))
+        for key, r in zip(("numpy 1 op", "numpy chain"), numpy_ceilings(x, pool)):
+            cols[key].append(r)
+    out = {"case": label, "kernel": kernel, "N": len(x), "1 thread ms": span(ms, ".3g")}
+    out.update({key: span(v, ".2f") for key, v in cols.items()})
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--case", nargs="+", default=["SPD(2)", "SPD(3)"])
+    ap.add_argument("--kernel", nargs="+", choices=KERNELS, default=list(KERNELS))
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args(argv)
+    from threadpoolctl import threadpool_limits
+
+    from _common import print_table
+
+    print(f"two threads against one (load average {os.getloadavg()[0]:.1f} at the start)")
+    bg.warm_allocator()
+    rows = []
+    with threadpool_limits(1), ThreadPoolExecutor(2) as pool:
+        for label, m, c, x, y in bg.floor_cases(1.0, args.case):
+            for kernel in args.kernel:
+                rows.append(row(label, m, c, x, y, kernel, args.rounds, pool))
+                print(".", end="", flush=True)
+    print()
+    print_table(rows, list(rows[0]))
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+
+
+if __name__ == "__main__":
+    main()

@@ -222,16 +222,19 @@ def _pair_distances_entrywise(p: Array, q: Array) -> Array:
     return out
 
 
-def _cholesky_lapack(x: Array) -> Array:
-    """LAPACK's lower Cholesky factors of a batch (read from its lower triangles), NaN for the
-    matrices that are not numerically positive definite."""
+def _cholesky_lapack(x: Array, upper: bool = False) -> Array:
+    """LAPACK's Cholesky factors of a batch (read from its lower triangles; ``upper``: their
+    transposes), NaN for the matrices that are not numerically positive definite."""
+    def factor(a: Array) -> Array:
+        return np.linalg.cholesky(a, upper=upper)
+
     try:
-        return split_batch(np.linalg.cholesky, x, core_ndim=2)
+        return split_batch(factor, x, core_ndim=2)
     except np.linalg.LinAlgError:
         out = np.full(x.shape, np.nan)
         for i in np.ndindex(x.shape[:-2]):  # LAPACK refused the batch: one by one
             try:
-                out[i] = np.linalg.cholesky(x[i])
+                out[i] = factor(x[i])
             except np.linalg.LinAlgError:
                 pass
         return out
@@ -259,25 +262,21 @@ def _ordered(p: Array, q: Array, swap: Array) -> tuple[Array, Array]:
 
 
 def _pair_distances_inverse(p: Array, q: Array) -> Array:
-    """rho(P_i, Q_i) from the eigenvalues of W G W^T, with F, G the pair ordered by
-    ``_first_of_pair`` (symmetric in P and Q) and W = L^-1 for F = L L^T (the lower Cholesky
-    factor, which LAPACK computes in 0.85-0.9x the time of the upper one for n >= 12), inverted
-    by blocks (``_triangular.inverse_blocked``): one Cholesky factor, the inverse and two
-    matrix products, both with transposed operands, (G^T W^T)^T W^T (OpenBLAS multiplies two
-    transposed operands as fast as two plain ones, a plain one by a transposed one at half
-    that speed). Pairs whose factor is not ``mx.WELL_CONDITIONED`` (|L|_F |L^-1|_F, above
-    which a product with an explicit inverse loses digits that forward substitution keeps;
-    |L|_F^2 is the trace of F), or not positive definite, are recomputed by
-    ``_pair_distances_lapack``. The inverse takes the factor's place and the products those of
-    the ordered copies: no batch-sized array beyond the factor and the copies (fresh ones cost
-    cache misses or page faults)."""
+    """rho(P_i, Q_i) from the eigenvalues of U^T G U, with F, G the pair ordered by
+    ``_first_of_pair`` (symmetric in P and Q) and U = R^-1 for F = R^T R (R = L^T, the upper
+    Cholesky factor), inverted by blocks (``_triangular.inverse_blocked``): one Cholesky
+    factor, the inverse and two matrix products, on contiguous operands. Pairs whose factor is
+    not ``mx.WELL_CONDITIONED`` (|R|_F |R^-1|_F, above which a product with an explicit inverse
+    loses digits that forward substitution keeps; |R|_F^2 is the trace of F), or not positive
+    definite, are recomputed by ``_pair_distances_lapack``. The inverse takes the factor's place
+    and the products those of the ordered copies: no batch-sized array beyond the factor and
+    the copies (fresh ones cost cache misses or page faults)."""
     f, g = _ordered(p, q, _first_of_pair(p, q))
-    w = tri.inverse_blocked(_cholesky_lapack(f), lower=True, overwrite=True)
-    wt = np.swapaxes(w, -1, -2)
+    u = tri.inverse_blocked(_cholesky_lapack(f, upper=True), lower=False, overwrite=True)
     with np.errstate(invalid="ignore", over="ignore"):
-        ok = np.einsum("...ii->...", f) * _squared_frobenius(w) <= mx.WELL_CONDITIONED**2
-        gw = np.matmul(np.swapaxes(g, -1, -2), wt, out=f if f is not p else None)
-        z = np.matmul(np.swapaxes(gw, -1, -2), wt, out=g if g is not q else None)
+        ok = np.trace(f, axis1=-2, axis2=-1) * _squared_frobenius(u) <= mx.WELL_CONDITIONED**2
+        ug = np.matmul(np.swapaxes(u, -1, -2), g, out=f if f is not p else None)
+        z = np.matmul(ug, u, out=g if g is not q else None)
     if np.all(ok):
         return _log_norm(mx.eigvalsh(z, symmetric=True))
     out = _log_norm(mx.eigvalsh(np.where(ok[..., None, None], z, np.eye(p.shape[-1])), symmetric=True))

@@ -107,25 +107,21 @@ def _diagonal_blocks(x: Array, b: int) -> Array:
 
 def _leaf_inverses(x: Array, t: Array, lower: bool) -> None:
     """x := the inverses of the triangular blocks t (strided views (..., b, b) of
-    ``_diagonal_blocks``), entry by entry on a contiguous copy of the blocks in the ``entries``
-    layout (entry (i, j) of every block contiguous: the arithmetic on strided views, one entry
-    per matrix, took 1.1-1.3x as long at n = 8 and 16): X_ii = 1 / T_ii and, below the
-    diagonal (above it for upper blocks), X_ij = -X_ii sum_k T_ik X_kj over j <= k < i (upper:
-    i < k <= j). x may be t itself. In the copy, rows are taken from the diagonal outwards and,
-    within a row, the entries farthest from the diagonal first (lower: j ascending; upper: j
-    descending), so that every T_ik is read before X_ik overwrites it."""
+    ``_diagonal_blocks``), entry by entry: X_ii = 1 / T_ii and, below the diagonal (above it
+    for upper blocks), X_ij = -X_ii sum_k T_ik X_kj over j <= k < i (upper: i < k <= j). x may
+    be t itself: rows are taken from the diagonal outwards and, within a row, the entries
+    farthest from the diagonal first (lower: j ascending; upper: j descending), so that every
+    T_ik is read before X_ik overwrites it."""
     b = t.shape[-1]
-    e = np.ascontiguousarray(np.moveaxis(t, (-2, -1), (0, 1)))
     rows = range(b) if lower else range(b - 1, -1, -1)
     for i in rows:
-        np.divide(1.0, e[i, i], out=e[i, i])
+        np.divide(1.0, t[..., i, i], out=x[..., i, i])
         for j in (range(i) if lower else range(b - 1, i, -1)):
             ks = range(j, i) if lower else range(i + 1, j + 1)
-            acc = e[i, ks[0]] * e[ks[0], j]
+            acc = t[..., i, ks[0]] * x[..., ks[0], j]
             for k in ks[1:]:
-                acc += e[i, k] * e[k, j]
-            np.multiply(acc, -e[i, i], out=e[i, j])
-    x[...] = np.moveaxis(e, (0, 1), (-2, -1))
+                acc += t[..., i, k] * x[..., k, j]
+            np.multiply(acc, -x[..., i, i], out=x[..., i, j])
 
 
 def _padded_size(n: int) -> int:

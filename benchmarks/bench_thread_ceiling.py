@@ -9,11 +9,11 @@ the whole batch on one thread to the same work on two, median [range] over inter
   2 processes  the same halves in two forked processes (no interpreter lock shared)
   LAPACK       the kernel's floor (``bench_geometry.floor_kernels``) in halves on two threads
   numpy 1 op   one elementwise product over the batch's entries, in halves on two threads
-  numpy chain  80 short elementwise operations on two rows of the entries, in halves on two
-               threads (what a closed form does: many NumPy calls of one block each)
+  numpy chain  160 short elementwise operations (80 multiply-adds) on two rows of the entries,
+               in halves on two threads (what a closed form does: many short NumPy calls)
 The process column against the thread columns separates the machine (cores, memory bandwidth)
-from the interpreter: calls shorter than the time a sleeping thread takes to wake and take the
-interpreter lock keep one thread waiting.
+from the interpreter (threads share its lock while they are between NumPy calls). The processes run last in each round, and the
+parent repeats its calls before the next round (``after_fork``).
 """
 
 from __future__ import annotations
@@ -82,6 +82,19 @@ def on_processes(m, c, halves, kernel):
     return min(max(a[1], b[1]) - min(a[0], b[0]) for a, b in zip(*times))
 
 
+def after_fork(fn, parts, calls=10):
+    """Calls that take the parent's copy-on-write faults after a fork: every page it had is
+    write-protected until its first write, so the next few calls fault on the temporaries the
+    allocator hands out again (the SPD(16) exponential on two threads ran at 0.4-1.0x of one
+    thread for five calls after a fork, then at 1.7-1.8x)."""
+    for threads in ("2", "1"):
+        os.environ["GEODP_NUM_THREADS"] = threads
+        for _ in range(calls):
+            fn()
+    for f in parts:
+        f()
+
+
 def numpy_ceilings(x, pool):
     """(one product, a chain of short operations): whole / halves on two threads."""
     entries = np.ascontiguousarray(np.moveaxis(x, (-2, -1), (0, 1))).reshape(-1, len(x))
@@ -118,7 +131,6 @@ def row(label, m, c, x, y, kernel, rounds, pool):
         whole = best(fn)
         ms.append(whole * 1e3)
         cols["2 threads"].append(whole / best(lambda: list(pool.map(lambda f: f(), parts))))
-        cols["2 processes"].append(whole / on_processes(m, c, halves, kernel))
         os.environ["GEODP_NUM_THREADS"] = "2"
         cols["geodp"].append(whole / best(fn))
         os.environ["GEODP_NUM_THREADS"] = "1"
@@ -126,6 +138,8 @@ def row(label, m, c, x, y, kernel, rounds, pool):
                               / best(lambda: list(pool.map(floor, [slice(0, k), slice(k, None)]))))
         for key, r in zip(("numpy 1 op", "numpy chain"), numpy_ceilings(x, pool)):
             cols[key].append(r)
+        cols["2 processes"].append(whole / on_processes(m, c, halves, kernel))
+        after_fork(fn, parts)
     out = {"case": label, "kernel": kernel, "N": len(x), "1 thread ms": span(ms, ".3g")}
     out.update({key: span(v, ".2f") for key, v in cols.items()})
     return out

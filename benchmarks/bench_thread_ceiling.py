@@ -6,14 +6,14 @@ Per row (one kernel on the batch of ``bench_geometry --floor``), each a ratio of
 the whole batch on one thread to the same work on two, median [range] over interleaved rounds:
   geodp        geodp's own split (GEODP_NUM_THREADS=2 against 1)
   2 threads    the two halves of the batch, one geodp call each, on two Python threads
-  2 processes  the same halves in two forked processes (no interpreter lock shared)
+  2 processes  the whole batch in one forked process / its halves in two (no interpreter lock
+               shared), timed after every other column (``process_column``)
   LAPACK       the kernel's floor (``bench_geometry.floor_kernels``) in halves on two threads
   numpy 1 op   one elementwise product over the batch's entries, in halves on two threads
   numpy chain  160 short elementwise operations (80 multiply-adds) on two rows of the entries,
                in halves on two threads (what a closed form does: many short NumPy calls)
 The process column against the thread columns separates the machine (cores, memory bandwidth)
-from the interpreter (threads share its lock while they are between NumPy calls). The processes run last in each round, and the
-parent repeats its calls before the next round (``after_fork``).
+from the interpreter (threads share its lock while they are between NumPy calls).
 """
 
 from __future__ import annotations
@@ -55,44 +55,31 @@ def kernel_call(m, c, x, y, kernel):
             "dist(X, Y)": lambda: m.dist(x, y)}[kernel]
 
 
-def _child(m, c, half, kernel, barrier, queue):
-    """Time the kernel on one half, started together with the other process at the barrier."""
-    fn = kernel_call(m, c, *half, kernel)
+def _child(m, c, part, kernel, barrier, queue):
+    """Time the kernel on one part, started together with the other processes at the barrier."""
+    fn = kernel_call(m, c, *part, kernel)
     fn()
     times = []
     for _ in range(5):
         barrier.wait()
-        t0 = time.perf_counter()  # CLOCK_MONOTONIC: one clock for both processes
+        t0 = time.perf_counter()  # CLOCK_MONOTONIC: one clock for every process
         fn()
         times.append((t0, time.perf_counter()))
     queue.put(times)
 
 
-def on_processes(m, c, halves, kernel):
-    """Wall time of the two halves in two forked processes started together, from the first
-    start to the last end (best of 5)."""
+def on_processes(m, c, parts, kernel):
+    """Wall time of the parts in as many forked processes started together, from the first
+    start to the last end (best of 5, each process having run its part once before)."""
     ctx = multiprocessing.get_context("fork")
-    barrier, queue = ctx.Barrier(2), ctx.Queue()
-    procs = [ctx.Process(target=_child, args=(m, c, h, kernel, barrier, queue)) for h in halves]
+    barrier, queue = ctx.Barrier(len(parts)), ctx.Queue()
+    procs = [ctx.Process(target=_child, args=(m, c, h, kernel, barrier, queue)) for h in parts]
     for p in procs:
         p.start()
-    times = [queue.get(), queue.get()]
+    times = [queue.get() for _ in procs]
     for p in procs:
         p.join()
-    return min(max(a[1], b[1]) - min(a[0], b[0]) for a, b in zip(*times))
-
-
-def after_fork(fn, parts, calls=10):
-    """Calls that take the parent's copy-on-write faults after a fork: every page it had is
-    write-protected until its first write, so the next few calls fault on the temporaries the
-    allocator hands out again (the SPD(16) exponential on two threads ran at 0.4-1.0x of one
-    thread for five calls after a fork, then at 1.7-1.8x)."""
-    for threads in ("2", "1"):
-        os.environ["GEODP_NUM_THREADS"] = threads
-        for _ in range(calls):
-            fn()
-    for f in parts:
-        f()
+    return min(max(t[1] for t in ts) - min(t[0] for t in ts) for ts in zip(*times))
 
 
 def numpy_ceilings(x, pool):
@@ -118,13 +105,14 @@ def numpy_ceilings(x, pool):
 
 
 def row(label, m, c, x, y, kernel, rounds, pool):
+    """The thread columns of one row (every column but the processes'), and what
+    ``process_column`` needs for the last."""
     fn = kernel_call(m, c, x, y, kernel)
     k = len(x) // 2
     halves = [(x[:k], y[:k]), (x[k:], y[k:])]
     parts = [kernel_call(m, c, *h, kernel) for h in halves]
     floor = bg.floor_kernels(m, c, x, y, (None,) * 4)[kernel][1]
-    cols = {"geodp": [], "2 threads": [], "2 processes": [], "LAPACK": [], "numpy 1 op": [],
-            "numpy chain": []}
+    cols = {"geodp": [], "2 threads": [], "LAPACK": [], "numpy 1 op": [], "numpy chain": []}
     ms = []
     for _ in range(rounds):
         os.environ["GEODP_NUM_THREADS"] = "1"
@@ -138,11 +126,20 @@ def row(label, m, c, x, y, kernel, rounds, pool):
                               / best(lambda: list(pool.map(floor, [slice(0, k), slice(k, None)]))))
         for key, r in zip(("numpy 1 op", "numpy chain"), numpy_ceilings(x, pool)):
             cols[key].append(r)
-        cols["2 processes"].append(whole / on_processes(m, c, halves, kernel))
-        after_fork(fn, parts)
     out = {"case": label, "kernel": kernel, "N": len(x), "1 thread ms": span(ms, ".3g")}
     out.update({key: span(v, ".2f") for key, v in cols.items()})
-    return out
+    return out, (m, c, [(x, y)], halves, kernel)
+
+
+def process_column(spec, rounds):
+    """The whole batch in one forked process / its halves in two, median [range] over rounds.
+    Run after every thread column: after a fork the parent's pages are copy-on-write until
+    their first write, and its next calls fault on every temporary the allocator hands out
+    again (the SPD(16) exponential on two threads ran at 0.4-1.0x of one thread for five calls
+    after a fork, then at 1.7-1.8x)."""
+    m, c, whole, halves, kernel = spec
+    return span([on_processes(m, c, whole, kernel) / on_processes(m, c, halves, kernel)
+                 for _ in range(rounds)], ".2f")
 
 
 def main(argv=None):
@@ -157,12 +154,17 @@ def main(argv=None):
 
     print(f"two threads against one (load average {os.getloadavg()[0]:.1f} at the start)")
     bg.warm_allocator()
-    rows = []
+    rows, specs = [], []
     with threadpool_limits(1), ThreadPoolExecutor(2) as pool:
         for label, m, c, x, y in bg.floor_cases(1.0, args.case):
             for kernel in args.kernel:
-                rows.append(row(label, m, c, x, y, kernel, args.rounds, pool))
+                out, spec = row(label, m, c, x, y, kernel, args.rounds, pool)
+                rows.append(out)
+                specs.append(spec)
                 print(".", end="", flush=True)
+        for out, spec in zip(rows, specs):
+            out["2 processes"] = process_column(spec, args.rounds)
+            print(".", end="", flush=True)
     print()
     print_table(rows, list(rows[0]))
     print(f"load average {os.getloadavg()[0]:.1f} at the end")

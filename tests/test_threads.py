@@ -216,3 +216,29 @@ def test_map_parts_nested_in_a_worker_runs_serially(monkeypatch):
     blocks = _threads.map_blocks(lambda lo, hi: calls.append(hi - lo) or hi - lo, 10_000, 512)
     assert sum(blocks) == 10_000 and len(blocks) == len(calls) > 1
     assert _threads.map_blocks(lambda lo, hi: (lo, hi), 100, 512) == [(0, 100)]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_split_batch_joins_like_concatenate(threads, monkeypatch):
+    """Blocks placed into the outputs by their threads give np.concatenate's result: arrays,
+    tuples (the eigenvalues and vectors of a batch), along a later batch axis, and blocks whose
+    results do not fit the outputs (another dtype) joined with those that do."""
+    monkeypatch.setenv("GEODP_NUM_THREADS", str(threads))
+    monkeypatch.setattr(_threads, "BLOCK_BYTES", 2**12)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((3, 500, 4, 4))
+    x = x + np.swapaxes(x, -1, -2)
+    for fn in (np.linalg.eigvalsh, np.linalg.eigh, lambda a: (a[..., 0], a.sum(axis=(-2, -1)))):
+        split = _threads.split_batch(fn, x, core_ndim=2, min_batch=100)
+        whole = fn(x)
+        assert isinstance(split, tuple) == isinstance(whole, tuple)
+        for s, w in zip(*((split, whole) if isinstance(whole, tuple) else ((split,), (whole,)))):
+            assert s.dtype == w.dtype and np.array_equal(s, w)
+    mixed = _threads.split_batch(lambda a: a[..., 0, 0].astype(np.float32 if a[0, 0, 0, 0] > 0 else float),
+                                 x, core_ndim=2, min_batch=100)
+    rows = -(-500 // _threads.block_count(500, 2**12 // (3 * 128)))  # as _run_blocks cuts them
+    blocks = list(range(0, 500, rows)) + [500]
+    assert len(blocks) > 3
+    expected = np.concatenate([x[:, lo:hi, 0, 0].astype(np.float32 if x[0, lo, 0, 0] > 0 else float)
+                               for lo, hi in zip(blocks[:-1], blocks[1:])], axis=1)
+    assert mixed.dtype == expected.dtype and np.array_equal(mixed, expected)

@@ -245,7 +245,11 @@ def serial() -> Iterator[None]:
 def split_batch(fn: Callable[..., Array], *arrays: Array, core_ndim: int,
                 min_batch: int = MIN_BATCH) -> Array:
     """fn(*arrays) for arrays of shape (*batch, *core) (core_ndim trailing dimensions, batches
-    broadcasting), evaluated on blocks of the longest batch axis and concatenated along it."""
+    broadcasting), evaluated on blocks of the longest batch axis and joined along it: each
+    block's result is copied into the output by the thread that computed it, while it is still
+    in cache (``_Joined``), instead of one concatenation after the last block, which ran on one
+    thread (0.2-0.5 ms of the SPD(8) exponential of 15,625 matrices, 3% of its time on two
+    threads)."""
     arrays = tuple(np.asarray(a, dtype=float) for a in arrays)
     batch = np.broadcast_shapes(*(a.shape[:a.ndim - core_ndim] for a in arrays))
     count = math.prod(batch)
@@ -254,6 +258,7 @@ def split_batch(fn: Callable[..., Array], *arrays: Array, core_ndim: int,
         return fn(*arrays)
     axis = int(np.argmax(batch))
     row_bytes = 8 * (count // batch[axis]) * core
+    joined = _Joined(axis, batch[axis])
 
     def task(lo: int, hi: int) -> object:
         parts = []
@@ -261,14 +266,68 @@ def split_batch(fn: Callable[..., Array], *arrays: Array, core_ndim: int,
             own = axis - (len(batch) - (a.ndim - core_ndim))
             keep = own < 0 or a.shape[own] == 1
             parts.append(a if keep else a[(slice(None),) * own + (slice(lo, hi),)])
-        return fn(*parts)
+        return joined.place(fn(*parts), lo, hi)
 
-    parts = _run_blocks(task, batch[axis], row_bytes)
-    if len(parts) == 1:
-        return parts[0]
-    if isinstance(parts[0], tuple):
-        return tuple(np.concatenate(p, axis=axis) for p in zip(*parts))
-    return np.concatenate(parts, axis=axis)
+    return joined.result(_run_blocks(task, batch[axis], row_bytes))
+
+
+class _Placed:
+    """The bounds of a block whose result ``_Joined.place`` copied into the outputs."""
+
+    __slots__ = ("lo", "hi")
+
+    def __init__(self, lo: int, hi: int):
+        self.lo, self.hi = lo, hi
+
+
+class _Joined:
+    """The blocks' results of ``split_batch`` (arrays or tuples of arrays) joined along ``axis``
+    of length ``size``: ``place`` copies a block's result into outputs allocated by the first
+    block placed and returns its ``_Placed`` bounds, or returns the result itself where it does
+    not fit them (another kind, shape or dtype, or a block that is the whole batch); ``result``
+    joins what ``place`` returned, exactly as ``np.concatenate`` of the results would."""
+
+    def __init__(self, axis: int, size: int):
+        self.axis, self.size = axis, size
+        self.out: tuple[Array, ...] | None = None
+        self.is_tuple = False
+        self.lock = threading.Lock()
+
+    def _fits(self, result: object, lo: int, hi: int) -> bool:
+        items = result if isinstance(result, tuple) else (result,)
+        ax, out = self.axis, self.out
+        if hi - lo == self.size or not all(
+                isinstance(r, np.ndarray) and r.ndim > ax and r.shape[ax] == hi - lo for r in items):
+            return False
+        return out is None or (isinstance(result, tuple) == self.is_tuple and len(items) == len(out) and all(
+            r.dtype == o.dtype and r.shape[:ax] + r.shape[ax + 1:] == o.shape[:ax] + o.shape[ax + 1:]
+            for r, o in zip(items, out)))
+
+    def place(self, result: object, lo: int, hi: int) -> object:
+        ax = self.axis
+        with self.lock:
+            if not self._fits(result, lo, hi):
+                return result
+            items = result if isinstance(result, tuple) else (result,)
+            if self.out is None:
+                self.is_tuple = isinstance(result, tuple)
+                self.out = tuple(np.empty(r.shape[:ax] + (self.size,) + r.shape[ax + 1:], dtype=r.dtype)
+                                 for r in items)
+        for r, o in zip(items, self.out):
+            o[(slice(None),) * ax + (slice(lo, hi),)] = r
+        return _Placed(lo, hi)
+
+    def result(self, parts: list) -> object:
+        placed = [isinstance(p, _Placed) for p in parts]
+        if all(placed):
+            return self.out if self.is_tuple else self.out[0]
+        if len(parts) == 1:
+            return parts[0]
+        ax, first = self.axis, parts[0]
+        parts = [tuple(o[(slice(None),) * ax + (slice(p.lo, p.hi),)] for o in self.out)
+                 if isinstance(p, _Placed) else p if isinstance(p, tuple) else (p,) for p in parts]
+        joined = tuple(np.concatenate(p, axis=ax) for p in zip(*parts))
+        return joined if (self.is_tuple if placed[0] else isinstance(first, tuple)) else joined[0]
 
 
 def split_sample_sum(fn: Callable[[Array, Array], Array], x: Array, weights: Array,

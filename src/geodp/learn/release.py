@@ -47,12 +47,16 @@ def tolerance_caveat(slack: float, sensitivity: float,
     Theorem 2's sensitivity; None otherwise (or without a cap)."""
     if max_condition is None or not slack > sensitivity:
         return None
-    caveat = ToleranceDominatesWarning(
+    return _warned(ToleranceDominatesWarning(
         f"{{max_condition}} = {max_condition:g} makes the computed mean's worst-case tolerance "
         f"add {slack:.3g} to the sensitivity {sensitivity:.3g} (the rounding bound grows as "
         f"eps n^2 K^2): a smaller public {{max_condition}} with {{clip_data}} reduces the noise",
-        "max_condition", "clip_data")
-    warnings.warn(caveat, stacklevel=3)
+        "max_condition", "clip_data"))
+
+
+def _warned(caveat: Warning) -> Warning:
+    """``caveat``, once warned at the caller of the function that built it."""
+    warnings.warn(caveat, stacklevel=4)
     return caveat
 
 
@@ -60,12 +64,10 @@ def delta_caveat(delta: float | None, n: int) -> LargeDeltaWarning | None:
     """Warn and return a ``LargeDeltaWarning`` for a delta >= 1/n (n public); None otherwise."""
     if delta is None or not delta >= 1.0 / n:
         return None
-    caveat = LargeDeltaWarning(
+    return _warned(LargeDeltaWarning(
         f"{{delta}} = {delta:g} is at least 1/n = {1.0 / n:.3g} for the n = {n} records: "
         f"(epsilon, delta)-DP with delta >= 1/n allows publishing a random record in the clear, "
-        f"so it protects no one; the usual bound is delta < 1/n, far smaller in practice", "delta")
-    warnings.warn(caveat, stacklevel=3)
-    return caveat
+        f"so it protects no one; the usual bound is delta < 1/n, far smaller in practice", "delta"))
 
 
 def diameter_bound(manifold) -> float:
@@ -86,13 +88,11 @@ def noise_caveat(scale: float, radius: float, diameter: float) -> NoiseDominates
     span = min(2.0 * radius, diameter)
     if not scale > span:
         return None
-    caveat = NoiseDominatesWarning(
+    return _warned(NoiseDominatesWarning(
         f"the noise scale {scale:.3g} exceeds the diameter {span:.3g} of the public ball: the "
         f"release is nearly independent of the data and carries almost no information (a larger "
         f"{{epsilon}}, more records or a {{radius}} further below its bound reduce it)",
-        "epsilon", "radius")
-    warnings.warn(caveat, stacklevel=3)
-    return caveat
+        "epsilon", "radius"))
 
 
 @dataclass(frozen=True)

@@ -580,13 +580,13 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
         return exact(rate, [f"the Metropolis-Hastings chains did not mix (split R-hat "
                             f"{diag.r_hat:.3g}): drawn exactly instead"])
     if not diag.r_hat <= R_HAT_LIMIT:
-        advice = (f"the exact fallback (uniform proposals accept {rate:.1e} here)"
-                  if rate >= FALLBACK_ACCEPTANCE else
-                  f"a narrower public domain (v_max, radius), on which exact uniform proposals, "
-                  f"which accept {rate:.1e} here, reach {FALLBACK_ACCEPTANCE:g}")
+        advice = ("the exact fallback" if rate >= FALLBACK_ACCEPTANCE else
+                  f"a narrower public domain (v_max, radius), on which exact uniform proposals "
+                  f"reach {FALLBACK_ACCEPTANCE:g}")
         warnings.warn(f"the K-norm gradient chains have not mixed after {steps} steps (split R-hat "
-                      f"{diag.r_hat:.3g} > {R_HAT_LIMIT}, ESS {diag.ess:.3g}): the draw is not yet "
-                      f"from the mechanism's law, so the stated guarantee is not backed; raise "
+                      f"above {R_HAT_LIMIT}; its value, the ESS and the pilot's acceptance, "
+                      f"statistics of the data, are in the release's diagnostics): the draw is not "
+                      f"yet from the mechanism's law, so the stated guarantee is not backed; raise "
                       f"max_steps, or use {advice}", MixingWarning, stacklevel=3)
     else:
         warn_unless_converged(diag, "the K-norm gradient chains", stacklevel=3)

@@ -104,10 +104,10 @@ def warn_unless_converged(diag: MCMCDiagnostics, what: str, stacklevel: int = 3)
     be computed) or the ESS is below ``ESS_WARN``; returns whether it warned."""
     if diag.r_hat <= R_HAT_WARN and diag.ess >= ESS_WARN:
         return False
-    warnings.warn(f"{what} fail their convergence checks (split R-hat {diag.r_hat:.3g}, limit "
-                  f"{R_HAT_WARN}; ESS {diag.ess:.3g} over {diag.n_chains} chains of "
-                  f"{diag.trace_length} kept steps, least {ESS_WARN:g}): the released draw may "
-                  f"be far from the mechanism's law", ApproximateSamplerWarning, stacklevel=stacklevel)
+    warnings.warn(f"{what} fail their convergence checks (split R-hat at most {R_HAT_WARN}, ESS "
+                  f"at least {ESS_WARN:g}; their values, statistics of the data, are in the "
+                  f"release's diagnostics): the released draw may be far from the mechanism's law",
+                  ApproximateSamplerWarning, stacklevel=stacklevel)
     return True
 
 

@@ -95,8 +95,8 @@ def test_the_check_is_the_release_and_the_largest_class_refuses_before_the_charg
     passes = classes.releasable(m, c, 1.0, 0.35, "laplace", False)
     sizes = [size for size in (1, 2, 5, 10, 50, 200, 1000) if passes(size)]
     assert sizes and sizes[-1] == 1000 and not passes(1)
-    check = classes._CheckOnly()
-    with pytest.raises(classes._Checked):
+    check = frechet._CheckOnly()
+    with pytest.raises(frechet._Checked):
         private_frechet_mean(m, c[None], 0.35, c, 1.0, sensitivity_size=sizes[0], ledger=check)
     with pytest.raises(ValueError):
         private_frechet_mean(m, c[None], 0.35, c, 1.0, sensitivity_size=1, ledger=check)

@@ -213,7 +213,7 @@ def _mean_in_private_ball(est, X, center, radius, mechanism, ledger, rng):
                      shares=est.ball_shares, clip_data=est.clip_data)
     cap = frechet_radius_cap(m, radius)
     check_frechet_mean(m, len(plan.x), plan.center, cap, mechanism=mechanism,
-                       epsilon=(1 - est.ball_budget) * eps, delta=est.delta, rng=rng)
+                       epsilon=(1 - est.ball_budget) * eps, delta=est.delta)
     with reserved(ledger, target, f"Fréchet mean in a private ball ({mechanism}, "
                                   f"{target.describe()})"):
         ball = draw_ball(m, plan, PureDP(est.ball_budget * eps), rng)

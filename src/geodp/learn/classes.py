@@ -52,7 +52,7 @@ from ..privacy.conversions import check_count, check_positive
 from ..privacy.relation import Relation
 from ..statistics import frechet_mean_sensitivity
 from .data_ball import check_condition_cap, enforce_ball, enforce_condition
-from .frechet import condition_parameters, private_frechet_mean
+from .frechet import check_frechet_mean, condition_parameters, private_frechet_mean
 from .release import Release, reserved
 
 CLASS_SIZE_ROUTES = ("private", "public")
@@ -144,39 +144,23 @@ def _class_mean(manifold, data, lower, public, mechanism, split, center, radius,
                                 max_condition=max_condition)
 
 
-class _Checked(Exception):
-    """Raised by ``_CheckOnly`` at a release's reservation: every refusal before it has passed."""
-
-
-class _CheckOnly:
-    """A ledger whose reservation stops the release there: a release called with it runs every
-    check it decides before reserving (from public parameters) and draws nothing."""
-
-    def reserve(self, guarantee: Guarantee, label: str):
-        raise _Checked
-
-
 def releasable(manifold: Manifold, center: Array, radius: float, epsilon: float, mechanism: str,
                allow_approximate: bool, max_condition: float | None = None) -> Callable[..., bool]:
     """``passes(L, raising=False)``: whether a class mean calibrated on size L
     (``private_frechet_mean`` with ``sensitivity_size=L`` and ``epsilon``) passes every check of
-    its release (normalisable, representable, exact or allowed chains), by running it against a
-    ledger that stops it at the reservation, so that nothing is drawn. Those checks are decided
-    from public parameters (the exact plan's pilots draw from a fixed seed), so the answer is the
-    release's own; it need not be monotone in L (SPD(6)'s eigenvalue samplers pass at 9-13 and
+    its release (normalisable, representable, exact or allowed chains): ``check_frechet_mean``,
+    a dry run of the release that draws nothing, cached per L. The answer need not be monotone
+    in L (SPD(6)'s eigenvalue samplers pass at 9-13 and
     from 24 on, not at 17-21). ``raising`` re-raises the refusal instead of returning False."""
     @lru_cache(maxsize=None)
     def check(size: int) -> ValueError | None:
         try:
-            private_frechet_mean(manifold, center[None], epsilon, center, radius,
-                                 mechanism=mechanism, sensitivity_size=size, ledger=_CheckOnly(),
-                                 allow_approximate=allow_approximate, rng=0,
-                                 max_condition=max_condition)
-        except _Checked:
-            return None
+            check_frechet_mean(manifold, size, center, radius, mechanism=mechanism,
+                               epsilon=epsilon, allow_approximate=allow_approximate,
+                               max_condition=max_condition)
         except ValueError as exc:
             return exc
-        raise AssertionError("the release drew without reserving")  # pragma: no cover
+        return None
 
     def passes(size: int, raising: bool = False) -> bool:
         refusal = check(int(size))

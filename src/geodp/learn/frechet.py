@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -627,36 +628,43 @@ def _size_public(rel: Release, n: int) -> Release:
     return replace(rel, parameters=parameters, diagnostics={**rel.diagnostics, "n": n})
 
 
+class _Checked(Exception):
+    """Raised by ``_CheckOnly`` at a release's reservation: every refusal before it has passed."""
+
+
+class _CheckOnly:
+    """A ledger whose reservation stops the release there: a release called with it runs every
+    check it decides before reserving (from public parameters) and draws nothing."""
+
+    def reserve(self, guarantee: Guarantee, label: str):
+        raise _Checked
+
+
 def check_frechet_mean(manifold: Manifold, n: int, center: Array, radius: float, *,
                        mechanism: str, epsilon: float | None = None, delta: float | None = None,
-                       rng: np.random.Generator | int | None = None) -> None:
-    """Every refusal of ``private_frechet_mean`` that its public parameters decide, without the
-    records: the mechanism's capabilities and the guarantee asked for, Assumption 1 and the
-    sensitivity at ``radius``, and the output law (normalisable, exact, representable) or the
-    K-norm gradient's proposal at that scale, around ``center``.
+                       allow_approximate: bool = False,
+                       max_condition: float | None = None) -> None:
+    """Every refusal of ``private_frechet_mean`` on n records in B_radius(center) that its public
+    parameters decide, raised here without the records: the release itself is run on the
+    public center alone (n records' worth for DP-RGD, whose divisor is n; ``sensitivity_size=n``
+    otherwise) against a ledger that stops it at the reservation, so nothing is drawn, and its
+    warnings are not shown (the release shows its own). The exact plan's pilots draw from a
+    fixed seed, so the answer is the release's own.
 
     For callers that run the release inside their own reservation on a ball they release
-    themselves (``PrivateFrechetMean(ball="private")``): they check it here at a public radius
-    that bounds every radius they may release, before reserving.
+    themselves (``PrivateFrechetMean(ball="private")``, class means on released sizes).
     """
-    spec = lookup(mechanism)
-    spec.check(manifold)
-    target = target_guarantee(spec.name, spec.notions, epsilon, delta, None, None)
-    opts = _Options()
-    _check_options(spec, opts, center, radius)
-    center, radius = manifold.check_point(center), float(radius)
-    sensitivity = frechet_mean_sensitivity(manifold, radius, n)
-    if not np.isfinite(sensitivity):
-        raise ParameterError(f"{{radius}} = {radius:g} is too large: the sensitivity it implies "
-                             f"overflows double precision; choose a smaller {{radius}}", "radius")
-    tolerance, slack = computed_mean_slack(manifold, center, radius)
-    req = _Request(spec, manifold, None, n, center, radius, target, sensitivity + slack,
-                   tolerance, slack, None, as_generator(rng), 0, False, [])
-    if spec.perturbs == "output":
-        _output_law(req, opts)
-    elif spec.name == "kng":
-        scale = KNormGradient(kng_mean_sensitivity(manifold, radius, n), target.epsilon).scale
-        lam = curvature_factor(radius, manifold.curvature_bounds[1])
-        with exact_alternatives("the Riemannian Laplace mechanism ('laplace') instead of K-norm "
-                                "gradient", "a larger epsilon"):
-            convex_proposal(manifold, lam, center, radius, scale, False).check_exact()
+    center = manifold.check_point(center)
+    dp_rgd = lookup(mechanism).name == "dp-rgd"
+    points = np.broadcast_to(center, (n,) + center.shape) if dp_rgd else center[None]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            private_frechet_mean(manifold, points, epsilon, center, radius, mechanism=mechanism,
+                                 delta=delta, ledger=_CheckOnly(), rng=0,
+                                 allow_approximate=allow_approximate,
+                                 sensitivity_size=None if dp_rgd else n,
+                                 max_condition=max_condition)
+    except _Checked:
+        return
+    raise AssertionError("the release drew without reserving")  # pragma: no cover

@@ -63,6 +63,11 @@ CHAIN_BATCH = CHAINS
 #: states halfway through the burn-in no better within the noise (which is large: single
 #: releases range from 5 to 240).
 WIDTHS = (1.0, 1.5, 2.25, 3.375)
+#: Weight of the proposal's wide members (``_widths``): a ladder of K-norm laws, each ``LADDER``
+#: times wider than the last, up to the domain's size (at most ``MAX_RUNGS`` of them).
+DEFENSIVE = 0.05
+LADDER = 4.0
+MAX_RUNGS = 12
 #: Probability that a chain's step is an independence proposal rather than a random-walk move.
 INDEPENDENCE = 0.75
 #: Chains that have not mixed and have no exact fallback run on, each time by half the steps
@@ -251,13 +256,18 @@ class _Chart:
 
     def log_volume(self, a: Array, xi: Array | None = None) -> Array:
         """log J_p0 at footpoint coordinates ``a`` (``xi``: the same as a tangent vector, if known),
-        +inf outside the chart, |a| >= inj/2, so that the independence proposal's log density
-        there is -inf."""
+        +inf outside the chart, |a| >= inj (where Exp_p0 stops being injective), so that the
+        independence proposal's log density there is -inf."""
         m = self.m
         xi = m.from_coords(self.p0, a) if xi is None else xi
         with np.errstate(divide="ignore", invalid="ignore"):  # beyond the chart: masked below
             log_j = np.log(m.volume_density(self.p0, xi))
-        return np.where(np.linalg.norm(a, axis=1) < 0.5 * m.injectivity_radius, log_j, np.inf)
+        return np.where(self.in_chart(a) & np.isfinite(log_j), log_j, np.inf)
+
+    def in_chart(self, a: Array) -> Array:
+        """Whether footpoint coordinates lie in the chart: |a| < inj, on which Exp_p0 is a
+        diffeomorphism (so a compact space is covered but for its cut locus)."""
+        return np.linalg.norm(a, axis=1) < self.m.injectivity_radius
 
     def from_state(self, state: Array) -> tuple[Array, Array]:
         """Coordinates of each state, and the log volume density there (``log_volume``)."""
@@ -271,9 +281,9 @@ class _Chart:
     @cached_property
     def reach(self) -> float:
         """Footpoint coordinates longer than this leave the domain or the chart: |a| <= rho(p0,
-        center) + radius (|a| = rho(p0, p) within the chart) and |a| < inj / 2."""
+        center) + radius (|a| = rho(p0, p) within the chart) and |a| < inj."""
         m, radius = self.m, self.domain.radius
-        reach = 0.5 * m.injectivity_radius
+        reach = m.injectivity_radius
         return reach if radius is None else min(reach, float(m.dist(self.domain.center, self.p0)) + radius)
 
     def balls(self) -> list[tuple[slice, Array, float]]:
@@ -373,14 +383,34 @@ def _gamma_mass(d: int, lo: Array, hi: Array) -> Array:
                     special.gammainc(d, hi) - special.gammainc(d, lo))
 
 
+def _widths(scale: float, b: Array, balls) -> tuple[Array, Array]:
+    """The mixture's scales and log weights: ``WIDTHS`` times ``scale`` sharing 1 - ``DEFENSIVE``,
+    and a ladder of wider members (each ``LADDER`` times the last) sharing ``DEFENSIVE``, up to
+    the first whose mean radius D s reaches |B| times the diameter of ``balls`` (at most
+    ``MAX_RUNGS``; none without balls)."""
+    d = len(b)
+    near = scale * np.asarray(WIDTHS)
+    far = np.sqrt(sum((2.0 * radius) ** 2 for _, _, radius in balls)) * np.linalg.norm(b, 2) / d
+    rungs = 0 if not balls or not far > near[-1] else min(
+        MAX_RUNGS, int(np.ceil(np.log(far / near[-1]) / np.log(LADDER))))
+    wide = near[-1] * LADDER ** np.arange(1, rungs + 1)
+    weights = np.concatenate([np.full(len(near), (1.0 - DEFENSIVE * (rungs > 0)) / len(near)),
+                              np.full(rungs, DEFENSIVE / max(rungs, 1))])
+    return np.concatenate([near, wide]), np.log(weights)
+
+
 def _knorm_mixture(centre: Array, b: Array, b_inv: Array, scale: float, balls=()):
-    """Draws and log density (up to a constant) of the equal mixture of the K-norm laws
-    exp(-|B (delta - centre)| / s) / s^D, s = f * scale for f in WIDTHS, on R^D (B symmetric
-    positive definite, ``b_inv`` its inverse): B (delta - centre) = r u with u uniform on the
+    """Draws and log density (up to a constant) of a mixture of the K-norm laws
+    exp(-|B (delta - centre)| / s) / s^D on R^D (B symmetric positive definite, ``b_inv`` its
+    inverse), s and the weights from ``_widths``: B (delta - centre) = r u with u uniform on the
     unit sphere and r ~ Gamma(D, s), truncated to the part [lo, hi] of the ray that lies in
     ``balls`` (``_ray_intervals``; a truncation whose Gamma mass underflows is dropped), so that
-    proposals do not leave a domain the law fills (density exp(-r / s) / (s^D mass_s(u)) there)."""
-    d, scales = len(centre), scale * np.asarray(WIDTHS)
+    proposals do not leave a domain the law fills (density exp(-r / s) / (s^D mass_s(u)) there).
+    The wide members make the proposal's density far from the centre at least about
+    ``DEFENSIVE`` times the domain's uniform one, so that a chain stuck on a far plateau of
+    the target accepts a proposal near the centre."""
+    d = len(centre)
+    scales, log_weights = _widths(scale, b, balls)
 
     def truncation(lo: Array, hi: Array, s: Array) -> tuple[Array, Array, Array]:
         mass = _gamma_mass(d, lo / s, hi / s)
@@ -394,13 +424,14 @@ def _knorm_mixture(centre: Array, b: Array, b_inv: Array, scale: float, balls=()
         ray = _ray_intervals(centre, (z / np.where(r > 0, r, 1.0)[:, None]) @ b_inv, balls)
         lo, hi, mass = truncation(*ray, s)
         inside = (r >= lo * (1 - _RAY_SLACK)) & (r <= hi * (1 + _RAY_SLACK))
-        log_each = np.where(inside, -r / s - d * np.log(s) - np.log(mass), -np.inf)
+        log_each = np.where(inside, log_weights[:, None] - r / s - d * np.log(s) - np.log(mass),
+                            -np.inf)
         return np.logaddexp.reduce(log_each, axis=0)
 
     def draw(k: int, rng: np.random.Generator) -> Array:
         u = rng.standard_normal((k, d))
         u /= np.linalg.norm(u, axis=1, keepdims=True)
-        s = scales[rng.integers(len(scales), size=k)]  # each draw's member of the mixture
+        s = scales[rng.choice(len(scales), size=k, p=np.exp(log_weights))]  # each draw's member
         lo, hi, _ = truncation(*_ray_intervals(centre, u @ b_inv, balls), s)
         p = rng.random(k)
         q_lo, q_hi = special.gammaincc(d, lo / s), special.gammaincc(d, hi / s)
@@ -689,9 +720,9 @@ class _BundleChains(_Chains):
 
     def _draw(self, k: int, rng: np.random.Generator) -> tuple[Array, Array]:
         """k states of the independence proposal and their log density (Liouville measure);
-        draws beyond the domain's reach are not mapped (density -inf: rejected)."""
+        draws beyond the chart (|a| >= inj) are not mapped (density -inf: rejected)."""
         delta = self.draw_coordinates(k, rng)
-        far = np.linalg.norm(self.chart._split(delta)[0], axis=1) >= self.domain.reach
+        far = ~self.chart.in_chart(self.chart._split(delta)[0])
         delta[far] = 0.0
         log_q = self.log_q(delta) - self.chart.log_volume(self.chart._split(delta)[0])
         return self.chart.to_state(delta), np.where(far, -np.inf, log_q)

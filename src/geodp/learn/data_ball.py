@@ -68,6 +68,15 @@ class RecordsOutsideBound(ValueError):
                                    spell)
 
 
+#: Eigenvalues that every matrix of a public ball, and of the mechanisms' draws around it, must
+#: keep: the products of two such numbers stay normal, with full relative precision.
+EIGENVALUE_RANGE = (2.0**-500, 2.0**500)
+#: How far beyond the ball, in log-eigenvalue, the mechanisms' draws reach: the SPD Laplace
+#: refuses scales whose draws exceed log condition 32 with chance above 1e-12
+#: (``spd_laplace.representable_log_condition``), and every log-eigenvalue moves at most that.
+NOISE_SPREAD = 32.0
+
+
 def check_representable(manifold: Manifold, center: Array, radius: float) -> None:
     """Refuse a public ball whose points double precision cannot hold (far hyperbolic or SPD
     points overflow): the mechanisms' draws and iterates would leave the number range, and a
@@ -75,7 +84,11 @@ def check_representable(manifold: Manifold, center: Array, radius: float) -> Non
 
     Decided from the public center and radius alone: Exp_c(+-2 radius e_i) must be finite along
     every orthonormal direction e_i (twice the radius: the logarithm between two points of the
-    ball meets matrices that far out).
+    ball meets matrices that far out). On matrix manifolds (``eigenvalue_range``) the eigenvalues
+    of every point within 2 radius + ``NOISE_SPREAD`` of the center must also lie in
+    ``EIGENVALUE_RANGE``: a subnormal center (1e-315 I) has no relative precision for the
+    certified mean's rounding bound, and around a center near 1e307 the Laplace draws overflow
+    though their condition is representable.
     """
     basis = manifold.from_coords(center, 2.0 * radius * np.eye(manifold.dim))
     with np.errstate(all="ignore"):
@@ -84,6 +97,16 @@ def check_representable(manifold: Manifold, center: Array, radius: float) -> Non
         raise ValueError(f"radius {radius:g} reaches beyond what double precision represents on "
                          f"{manifold!r} (points at that distance, or at twice it, overflow); "
                          f"choose a smaller radius")
+    if has(manifold, "eigenvalue_range"):
+        lo, hi = manifold.eigenvalue_range(center, 2.0 * radius + NOISE_SPREAD)
+        if not (lo >= EIGENVALUE_RANGE[0] and hi <= EIGENVALUE_RANGE[1]):
+            own = manifold.eigenvalue_range(center, 0.0)
+            raise ValueError(
+                f"the public ball (center with eigenvalues in [{own[0]:.3g}, {own[1]:.3g}], radius "
+                f"{radius:g}) holds matrices, or the mechanisms' draws around them (log-eigenvalues "
+                f"{NOISE_SPREAD:g} further), whose eigenvalues leave [2^-500, 2^500], where double "
+                f"precision keeps their products' relative precision; rescale the data (a change "
+                f"of units) or choose a smaller radius")
 
 
 def into_ball(manifold: Manifold, points: Array, center: Array, radius: float,

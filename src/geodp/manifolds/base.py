@@ -317,6 +317,12 @@ class Manifold(ABC):
         rotation and eigenvalues (Hajri et al. 2016): the exact SPD sampler needs it."""
 
     @optional
+    def eigenvalue_range(self, center: Array, radius: float) -> tuple[float, float]:
+        """Bounds (lo, hi) on the eigenvalues of every point of B_radius(center), on manifolds of
+        matrices whose magnitudes double precision must hold (SPD): a public ball is refused
+        where they leave ``data_ball.EIGENVALUE_RANGE``."""
+
+    @optional
     def condition_numbers(self, x: Array) -> Array:
         """The condition number of each point of ``x`` ``(..., *point_shape)``, on manifolds whose
         points have one and on which the set {cond <= K} is geodesically convex (affine-invariant

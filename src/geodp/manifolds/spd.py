@@ -104,8 +104,13 @@ class SPD(Manifold):
         return out + zero
 
     def _point_defect(self, x: Array) -> Array:
-        asym = np.linalg.norm(x - np.swapaxes(x, -1, -2), axis=(-2, -1))
-        return asym / (1.0 + np.linalg.norm(x, axis=(-2, -1)))
+        """|X - X^T| / (1 + |X|), computed on X / max(1, max |X_ij|) so that records near the
+        overflow threshold neither overflow the norms nor make Python print a warning."""
+        big = np.maximum(np.max(np.abs(x), axis=(-2, -1)), 1.0)
+        with np.errstate(invalid="ignore"):  # a non-finite entry: NaN, refused by check_point
+            y = x / big[..., None, None]
+            asym = np.linalg.norm(y - np.swapaxes(y, -1, -2), axis=(-2, -1))
+            return asym / (1.0 / big + np.linalg.norm(y, axis=(-2, -1)))
 
     def _tangent_defect(self, p: Array, v: Array) -> Array:
         asym = np.linalg.norm(v - np.swapaxes(v, -1, -2), axis=(-2, -1))
@@ -414,6 +419,15 @@ class AffineInvariantSPD(SPD):
 
     def condition_numbers(self, x: Array) -> Array:
         return cond.condition_numbers(x)
+
+    def eigenvalue_range(self, center: Array, radius: float) -> tuple[float, float]:
+        """lambda_min(C) e^-r and lambda_max(C) e^r: under either metric the distance bounds the
+        differences of the sorted log-eigenvalues, |log lambda_i(X) - log lambda_i(C)| <= rho(C, X)
+        (affine-invariant: Bhatia, Positive Definite Matrices, Thm 6.1.4; log-Euclidean: Weyl's
+        inequality for log X - log C and the Frobenius norm)."""
+        w = np.linalg.eigvalsh(mx.sym(np.asarray(center, dtype=float)))
+        with np.errstate(over="ignore", under="ignore"):
+            return float(w[0] * np.exp(-radius)), float(w[-1] * np.exp(radius))
 
     def cap_condition(self, x: Array, max_condition: float, margin: bool = True) -> Array:
         """Log-eigenvalues clipped to a window of width log K (``_condition.cap_condition``)."""

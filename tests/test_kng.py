@@ -464,8 +464,12 @@ def test_private_regression_refuses_bad_inputs_without_charging(tmp_path):
         geodp.private_geodesic_regression(m, x + 0.5, y, **call)
     with pytest.raises(ValueError, match="tau"):
         geodp.private_geodesic_regression(m, x, y, **{**call, "tau": 0.0})
-    with pytest.raises(ValueError, match="not compact"):
+    with pytest.raises(ValueError, match="give center and radius"):
         geodp.private_geodesic_regression(Hyperbolic(2), x, Hyperbolic(2).project(y), **call)
+    rotations = geodp.manifolds.SpecialOrthogonal(3)  # compact, but flat directions: no uniform law
+    with pytest.raises(ValueError, match="compact space of positive curvature"):
+        geodp.private_geodesic_regression(rotations, x, rotations.project(
+            np.broadcast_to(np.eye(3), (len(x), 3, 3))), **call)
     with pytest.raises(ValueError, match="not on"):
         geodp.private_geodesic_regression(m, x, 2 * y, **call)
     with pytest.raises(TypeError, match="takes a Manifold first"):

@@ -66,8 +66,10 @@ def _domain_ball(manifold: Manifold, center, radius) -> tuple[Array, float | Non
     """The public footpoint ball; on a compact manifold radius None means the whole space."""
     if radius is None:
         if not is_compact(manifold):
-            raise ValueError(f"{manifold!r} is not compact: give center and radius of the public "
-                             f"footpoint ball (the K-norm gradient density needs a compact domain)")
+            raise ValueError(f"the footpoint may range over the whole space only on a compact "
+                             f"space of positive curvature (a sphere, Kendall's shape space), not "
+                             f"on {manifold!r}: give center and radius of the public footpoint "
+                             f"ball (the K-norm gradient density needs a bounded domain)")
         if center is not None:
             raise ParameterError("{center} was given without {radius}: without a radius the "
                                  "footpoint ranges over the whole compact space, where a center "

@@ -53,7 +53,7 @@ from sklearn.utils.validation import check_is_fitted
 from .learn import (private_frechet_mean, private_geodesic_regression, private_pca,
                     private_principal_subspace)
 from .learn.classes import SmallClassWarning, private_class_means
-from .learn.data_ball import ClippingWarning
+from .learn.data_ball import ClippingWarning, check_condition_cap, enforce_condition
 from .learn.frechet import check_frechet_mean
 from .learn.private_ball import (BALL_SHARES, draw_ball, frechet_radius_cap, plan_ball,
                                  private_ball_class_means)
@@ -186,7 +186,8 @@ def _mechanism(name: str | None, manifold: Manifold, route: str) -> str:
     return "wrapped-laplace" if getattr(manifold, "is_hadamard", False) else "laplace"
 
 
-def _releasable_radius(manifold, n, center, radius, cap, mechanism, epsilon, delta) -> float:
+def _releasable_radius(manifold, n, center, radius, cap, mechanism, epsilon, delta,
+                       max_condition=None) -> float:
     """``radius`` where the mean's release passes its checks there (``check_frechet_mean``, all
     decided from public parameters and the released ball), else ``cap``, where they passed
     before the reservation: a map of the released (c, r), so that the mean never refuses after
@@ -194,10 +195,17 @@ def _releasable_radius(manifold, n, center, radius, cap, mechanism, epsilon, del
     fails at some scales between two that pass)."""
     try:
         check_frechet_mean(manifold, n, center, radius, mechanism=mechanism, epsilon=epsilon,
-                           delta=delta)
+                           delta=delta, max_condition=max_condition)
     except ValueError:
         return cap
     return radius
+
+
+def _capped_center(manifold: Manifold, center: np.ndarray, max_condition: float | None) -> np.ndarray:
+    """Under a condition cap K the released center is capped too, with the records' margin (its
+    recomputed condition then stays <= K): post-processing, and clipping the records into
+    B(c, r) keeps their condition <= K, as the mean's checks require."""
+    return center if max_condition is None else manifold.cap_condition(center, max_condition)
 
 
 def _mean_in_private_ball(est, X, center, radius, mechanism, ledger, rng):
@@ -205,26 +213,30 @@ def _mean_in_private_ball(est, X, center, radius, mechanism, ledger, rng):
     then the mean of the records clipped into it with the rest; one charge to the ledger."""
     if not 0 < est.ball_budget < 1:
         raise ValueError(f"ball_budget must lie in (0, 1), got {est.ball_budget}")
-    m, eps = est.manifold_, float(est.epsilon)
+    m, eps, k = est.manifold_, float(est.epsilon), est.max_condition
     target = PureDP(eps) if est.delta is None else ApproxDP(eps, est.delta)
-    # every refusal before the reservation: the ball's (records outside the public ball), then the
-    # mean's on public parameters at the cap on the radius it runs in (post-processing of r)
+    # every refusal before the reservation: the cap's (records above it, unless clipped), the
+    # ball's (records outside the public ball), then the mean's on public parameters at the cap
+    # on the radius it runs in (post-processing of r)
+    check_condition_cap(m, center, k)
+    X = enforce_condition(m, X, k, est.clip_data)[0]
     plan = plan_ball(m, X, est.ball_budget * eps, center, radius, quantile=est.quantile,
                      shares=est.ball_shares, clip_data=est.clip_data)
     cap = frechet_radius_cap(m, radius)
     check_frechet_mean(m, len(plan.x), plan.center, cap, mechanism=mechanism,
-                       epsilon=(1 - est.ball_budget) * eps, delta=est.delta)
+                       epsilon=(1 - est.ball_budget) * eps, delta=est.delta, max_condition=k)
     with reserved(ledger, target, f"Fréchet mean in a private ball ({mechanism}, "
                                   f"{target.describe()})"):
         ball = draw_ball(m, plan, PureDP(est.ball_budget * eps), rng)
-        c, r = ball.value, float(ball.parameters["radius"])
+        c = _capped_center(m, ball.value, k)
+        r = float(ball.parameters["radius"])
         inner_radius = _releasable_radius(m, len(plan.x), c, min(r, cap), cap, mechanism,
-                                          (1 - est.ball_budget) * eps, est.delta)
+                                          (1 - est.ball_budget) * eps, est.delta, k)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ClippingWarning)  # the quantile ball clips by design
             inner = private_frechet_mean(m, plan.x, (1 - est.ball_budget) * eps, c, inner_radius,
                                          mechanism=mechanism, clip_data=True, rng=rng,
-                                         delta=est.delta)  # footpoint: c
+                                         delta=est.delta, max_condition=k)  # footpoint: c
     return dataclasses.replace(
         inner, guarantee=target,
         parameters={**inner.parameters, "ball": ball.parameters, "ball_center": np.asarray(c).tolist(),
@@ -281,6 +293,11 @@ class PrivateFrechetMean(TransformerMixin, BaseEstimator):
         The private ball's share of epsilon (default 0.3), the share of records it aims to hold
         (default 0.75) and the split of its budget between pilot radius, center and radius
         (default (0.2, 0.6, 0.2)).
+    max_condition : float, optional
+        A public cap K on the condition number of every record (affine-invariant SPD; see
+        ``geodp.private_frechet_mean``): records above it are refused, or capped with
+        ``clip_data``, and the numerical bounds become worst cases. With ``ball="private"`` the
+        released center is capped too (post-processing), so the mean's ball keeps the cap.
     accountant : BudgetLedger or MemoryLedger, optional
         Charged at each fit (default ``SHARED_ACCOUNTANT``).
     random_state : None, int, RandomState or Generator
@@ -307,7 +324,8 @@ class PrivateFrechetMean(TransformerMixin, BaseEstimator):
 
     def __init__(self, manifold="spd", epsilon=1.0, delta=None, center=None, radius=None,
                  clip_data=False, mechanism=None, accountant=None, random_state=None,
-                 ball="private", ball_budget=0.3, quantile=0.75, ball_shares=BALL_SHARES):
+                 ball="private", ball_budget=0.3, quantile=0.75, ball_shares=BALL_SHARES,
+                 max_condition=None):
         self.manifold = manifold
         self.epsilon = epsilon
         self.delta = delta
@@ -321,6 +339,7 @@ class PrivateFrechetMean(TransformerMixin, BaseEstimator):
         self.ball_budget = ball_budget
         self.quantile = quantile
         self.ball_shares = ball_shares
+        self.max_condition = max_condition
 
     def __sklearn_tags__(self):
         return _tags(self, super().__sklearn_tags__())
@@ -335,7 +354,8 @@ class PrivateFrechetMean(TransformerMixin, BaseEstimator):
         if route == "public":
             self.release_ = private_frechet_mean(
                 self.manifold_, X, self.epsilon, center, radius, mechanism=mechanism,
-                clip_data=self.clip_data, ledger=ledger, rng=rng, delta=self.delta)
+                clip_data=self.clip_data, ledger=ledger, rng=rng, delta=self.delta,
+                max_condition=self.max_condition)
         else:
             self.release_ = _mean_in_private_ball(self, X, center, radius, mechanism, ledger, rng)
         self.mean_ = np.asarray(self.release_.value)
@@ -449,6 +469,9 @@ class PrivateMDM(ClassifierMixin, TransformerMixin, BaseEstimator):
         Default 0.3, 0.75 and (0.2, 0.6, 0.2) (pilot radius, center, radius).
     means : {"tangent", "frechet"}
         The class means' estimator with ``ball="private"``.
+    max_condition : float, optional
+        With ``ball="public"``: a public cap K on every record's condition number
+        (``geodp.learn.classes.private_class_means``); refused with ``ball="private"``.
     min_class_size : int
     accountant : BudgetLedger or MemoryLedger, optional
         Charged the whole release once per fit (default ``SHARED_ACCOUNTANT``).
@@ -480,7 +503,7 @@ class PrivateMDM(ClassifierMixin, TransformerMixin, BaseEstimator):
                  clip_data=False, classes=None, class_sizes="private", count_budget=None,
                  mechanism=None, min_class_size=1, accountant=None, random_state=None,
                  ball="private", ball_budget=0.3, quantile=0.75, ball_shares=BALL_SHARES,
-                 means="tangent"):
+                 means="tangent", max_condition=None):
         self.manifold = manifold
         self.epsilon = epsilon
         self.delta = delta
@@ -499,6 +522,7 @@ class PrivateMDM(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.quantile = quantile
         self.ball_shares = ball_shares
         self.means = means
+        self.max_condition = max_condition
 
     def __sklearn_tags__(self):
         return _tags(self, super().__sklearn_tags__())
@@ -512,6 +536,10 @@ class PrivateMDM(ClassifierMixin, TransformerMixin, BaseEstimator):
             if self.class_sizes != "private":
                 raise ValueError("ball='private' releases the class sizes privately; "
                                  "class_sizes='public' applies to ball='public' only")
+            if self.max_condition is not None:
+                raise ParameterError("{max_condition} applies with ball='public' (the class means "
+                                     "in a private ball do not cap conditions yet)",
+                                     "max_condition", "ball")
             if self.means == "tangent" and self.mechanism is not None:
                 raise ParameterError("{mechanism} has no effect with means='tangent' (the "
                                      "default with ball='private'): the tangent class means have "
@@ -529,7 +557,8 @@ class PrivateMDM(ClassifierMixin, TransformerMixin, BaseEstimator):
                 class_sizes=self.class_sizes,
                 count_budget=0.3 if self.count_budget is None else self.count_budget,
                 mechanism=mechanism, min_class_size=self.min_class_size, clip_data=self.clip_data,
-                ledger=_ledger(self.accountant), rng=as_generator(self.random_state))
+                max_condition=self.max_condition, ledger=_ledger(self.accountant),
+                rng=as_generator(self.random_state))
         self.means_ = np.asarray(self.release_.value)
         return self
 

@@ -55,8 +55,8 @@ from .learn import (private_frechet_mean, private_geodesic_regression, private_p
 from .learn.classes import SmallClassWarning, private_class_means
 from .learn.data_ball import ClippingWarning, check_condition_cap, enforce_condition
 from .learn.frechet import check_frechet_mean
-from .learn.private_ball import (BALL_SHARES, draw_ball, frechet_radius_cap, plan_ball,
-                                 private_ball_class_means)
+from .learn.private_ball import (BALL_SHARES, capped_center, draw_ball, frechet_radius_cap,
+                                 plan_ball, private_ball_class_means)
 from .learn.tangent import private_tangent_logistic, softmax, tangent_features
 from .manifolds import Manifold
 from .manifolds.spec import manifold_for_data
@@ -201,13 +201,6 @@ def _releasable_radius(manifold, n, center, radius, cap, mechanism, epsilon, del
     return radius
 
 
-def _capped_center(manifold: Manifold, center: np.ndarray, max_condition: float | None) -> np.ndarray:
-    """Under a condition cap K the released center is capped too, with the records' margin (its
-    recomputed condition then stays <= K): post-processing, and clipping the records into
-    B(c, r) keeps their condition <= K, as the mean's checks require."""
-    return center if max_condition is None else manifold.cap_condition(center, max_condition)
-
-
 def _mean_in_private_ball(est, X, center, radius, mechanism, ledger, rng):
     """``PrivateFrechetMean(ball="private")``: the private ball with ``ball_budget`` of epsilon,
     then the mean of the records clipped into it with the rest; one charge to the ledger."""
@@ -228,7 +221,7 @@ def _mean_in_private_ball(est, X, center, radius, mechanism, ledger, rng):
     with reserved(ledger, target, f"Fréchet mean in a private ball ({mechanism}, "
                                   f"{target.describe()})"):
         ball = draw_ball(m, plan, PureDP(est.ball_budget * eps), rng)
-        c = _capped_center(m, ball.value, k)
+        c = capped_center(m, ball.value, k)
         r = float(ball.parameters["radius"])
         inner_radius = _releasable_radius(m, len(plan.x), c, min(r, cap), cap, mechanism,
                                           (1 - est.ball_budget) * eps, est.delta, k)
@@ -470,8 +463,9 @@ class PrivateMDM(ClassifierMixin, TransformerMixin, BaseEstimator):
     means : {"tangent", "frechet"}
         The class means' estimator with ``ball="private"``.
     max_condition : float, optional
-        With ``ball="public"``: a public cap K on every record's condition number
-        (``geodp.learn.classes.private_class_means``); refused with ``ball="private"``.
+        A public cap K on every record's condition number (``geodp.learn.classes.
+        private_class_means``); with ``ball="private"`` for ``means="frechet"`` only (the
+        released center is capped too), refused with tangent means, which need no cap.
     min_class_size : int
     accountant : BudgetLedger or MemoryLedger, optional
         Charged the whole release once per fit (default ``SHARED_ACCOUNTANT``).
@@ -536,10 +530,6 @@ class PrivateMDM(ClassifierMixin, TransformerMixin, BaseEstimator):
             if self.class_sizes != "private":
                 raise ValueError("ball='private' releases the class sizes privately; "
                                  "class_sizes='public' applies to ball='public' only")
-            if self.max_condition is not None:
-                raise ParameterError("{max_condition} applies with ball='public' (the class means "
-                                     "in a private ball do not cap conditions yet)",
-                                     "max_condition", "ball")
             if self.means == "tangent" and self.mechanism is not None:
                 raise ParameterError("{mechanism} has no effect with means='tangent' (the "
                                      "default with ball='private'): the tangent class means have "
@@ -550,7 +540,8 @@ class PrivateMDM(ClassifierMixin, TransformerMixin, BaseEstimator):
                 ball_budget=self.ball_budget, quantile=self.quantile, ball_shares=self.ball_shares,
                 means=self.means, count_budget=self.count_budget, delta=self.delta,
                 mechanism=mechanism, min_class_size=self.min_class_size, clip_data=self.clip_data,
-                ledger=_ledger(self.accountant), rng=as_generator(self.random_state))
+                max_condition=self.max_condition, ledger=_ledger(self.accountant),
+                rng=as_generator(self.random_state))
         else:
             self.release_ = private_class_means(
                 self.manifold_, X, y, self.classes_, self.epsilon, center, radius, delta=self.delta,

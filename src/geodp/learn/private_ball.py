@@ -65,10 +65,12 @@ from ..mechanisms.geometric import two_sided_geometric
 from ..mechanisms.registry import lookup
 from ..mechanisms.quantile import geometric_grid, private_quantile
 from ..privacy import BudgetLedger, MemoryLedger, PureDP
+from ..parameters import ParameterError
 from ..privacy.conversions import check_count, check_delta, check_positive
 from ..statistics import uniqueness_radius
 from .classes import MEAN_MECHANISMS, SmallClassWarning, _encode, private_class_means
-from .data_ball import ClippingWarning, clipped_tangent_coords, enforce_ball, into_ball
+from .data_ball import (ClippingWarning, check_condition_cap, clipped_tangent_coords, enforce_ball,
+                        enforce_condition, into_ball)
 from .release import Release, reserved
 
 FRECHET_RADIUS_SHARE = 0.9
@@ -303,6 +305,13 @@ def private_tangent_class_means(manifold: Manifold, points: Array, labels: Array
 MEANS = ("tangent", "frechet")
 
 
+def capped_center(manifold: Manifold, center: np.ndarray, max_condition: float | None) -> np.ndarray:
+    """Under a condition cap K the released center is capped too, with the records' margin (its
+    recomputed condition then stays <= K): post-processing, and clipping the records into
+    B(c, r) keeps their condition <= K, as the mean's checks require."""
+    return center if max_condition is None else manifold.cap_condition(center, max_condition)
+
+
 def _check_class_means(manifold: Manifold, plan: BallPlan, labels: Array, classes: Sequence,
                        means: str, mechanism: str, count_budget: float,
                        min_class_size: int) -> float:
@@ -328,7 +337,7 @@ def private_ball_class_means(manifold: Manifold, points: Array, labels: Array, c
                              ball_shares: Sequence[float] = BALL_SHARES, means: str = "tangent",
                              count_budget: float | None = None, delta: float | None = 1e-6,
                              mechanism: str = "wrapped-laplace", min_class_size: int = 1,
-                             clip_data: bool = False,
+                             clip_data: bool = False, max_condition: float | None = None,
                              ledger: BudgetLedger | MemoryLedger | None = None,
                              rng: np.random.Generator | int | None = None) -> Release:
     """Class means in a private ball: ``private_ball`` with ``ball_budget * epsilon``, then the
@@ -344,7 +353,10 @@ def private_ball_class_means(manifold: Manifold, points: Array, labels: Array, c
     Composition is sequential: the ball is a released value, and clipping every record into it
     maps replace-one neighbours to replace-one neighbours (or equal data sets). The Fréchet means
     run in B(c, min(r, cap)), cap = ``frechet_radius_cap`` (public, published as
-    ``frechet_radius_cap``): Assumption 1 then holds whatever r is released. Every refusal on
+    ``frechet_radius_cap``): Assumption 1 then holds whatever r is released. ``max_condition``
+    (``means="frechet"``, affine-invariant SPD): a public cap K on every record's condition
+    (records above it refused, or capped with ``clip_data``), the released center capped too
+    (``capped_center``), and each Fréchet class mean released under the cap. Every refusal on
     the public parameters, the labels or the records outside the public ball comes before the
     ledger reserves anything.
     """
@@ -364,7 +376,14 @@ def private_ball_class_means(manifold: Manifold, points: Array, labels: Array, c
     else:
         from .classes import class_guarantee
         target = class_guarantee(epsilon, delta, "private", count_budget)[0]
-    # every refusal before the reservation (the ball's, the class means' on public parameters)
+    # every refusal before the reservation (the cap's, the ball's, the class means' on public
+    # parameters)
+    if means == "tangent" and max_condition is not None:
+        raise ParameterError("{max_condition} applies to means='frechet' (the tangent class "
+                             "means compute no certified mean and need no cap)", "max_condition",
+                             "means")
+    check_condition_cap(manifold, center, max_condition)
+    points = enforce_condition(manifold, points, max_condition, clip_data)[0]
     plan = plan_ball(manifold, points, eps_ball, center, radius, quantile=quantile,
                      shares=ball_shares, clip_data=clip_data)
     cap = _check_class_means(manifold, plan, labels, classes, means, mechanism, count_budget,
@@ -373,7 +392,7 @@ def private_ball_class_means(manifold: Manifold, points: Array, labels: Array, c
     rng = as_generator(rng)
     with reserved(ledger, target, f"class means in a private ball ({means}, {target.describe()})"):
         ball = draw_ball(manifold, plan, PureDP(eps_ball), rng)
-        c, r = ball.value, float(ball.parameters["radius"])
+        c, r = capped_center(manifold, ball.value, max_condition), float(ball.parameters["radius"])
         if means == "tangent":
             inner = private_tangent_class_means(manifold, x, labels, classes, eps_means, c, r,
                                                 count_budget=count_budget,
@@ -385,7 +404,8 @@ def private_ball_class_means(manifold: Manifold, points: Array, labels: Array, c
                 inner = private_class_means(manifold, x, labels, classes, eps_means, c,
                                             min(r, cap), delta=delta, count_budget=count_budget,
                                             mechanism=mechanism, min_class_size=min_class_size,
-                                            clip_data=True, rng=rng, refuse_unreleasable=False)
+                                            clip_data=True, rng=rng, refuse_unreleasable=False,
+                                            max_condition=max_condition)
     value = np.asarray(inner.value)
     if means == "frechet":
         value = into_ball(manifold, value, center, radius)[0]

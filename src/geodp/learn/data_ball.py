@@ -77,20 +77,26 @@ EIGENVALUE_RANGE = (2.0**-500, 2.0**500)
 NOISE_SPREAD = 32.0
 
 
-def check_representable(manifold: Manifold, center: Array, radius: float) -> None:
+def check_representable(manifold: Manifold, center: Array, radius: float, *,
+                         reach: float | None = None) -> None:
     """Refuse a public ball whose points double precision cannot hold (far hyperbolic or SPD
     points overflow): the mechanisms' draws and iterates would leave the number range, and a
     refusal that only some data sets of the ball trigger would itself reveal them.
 
-    Decided from the public center and radius alone: Exp_c(+-2 radius e_i) must be finite along
-    every orthonormal direction e_i (twice the radius: the logarithm between two points of the
-    ball meets matrices that far out). On matrix manifolds (``eigenvalue_range``) the eigenvalues
-    of every point within 2 radius + ``NOISE_SPREAD`` of the center must also lie in
-    ``EIGENVALUE_RANGE``: a subnormal center (1e-315 I) has no relative precision for the
-    certified mean's rounding bound, and around a center near 1e307 the Laplace draws overflow
-    though their condition is representable.
+    Decided from the public center and radius alone: Exp_c(+-(radius + reach) e_i) must be finite
+    along every orthonormal direction e_i (by default twice the radius: the logarithm between
+    two points of the ball meets matrices that far out). On matrix manifolds (``eigenvalue_range``) the eigenvalues
+    of every point within ``reach`` (default: the radius) + ``NOISE_SPREAD`` of the center must
+    also lie in ``EIGENVALUE_RANGE``: a subnormal center (1e-315 I) has no relative precision for
+    the certified mean's rounding bound, and around a center near 1e307 the Laplace draws
+    overflow though their condition is representable. (Intermediate matrices between two points
+    of the ball, such as X^-1/2 Y X^-1/2, are relative: their eigenvalues are e^(+-2 radius)
+    whatever the units, which the probes cover.) A caller whose later balls lie within ``reach``
+    of the center (a released ball inside this one) passes that reach, so the later checks pass
+    whenever this one does.
     """
-    basis = manifold.from_coords(center, 2.0 * radius * np.eye(manifold.dim))
+    extent = radius if reach is None else reach
+    basis = manifold.from_coords(center, (radius + extent) * np.eye(manifold.dim))
     with np.errstate(all="ignore"):
         probes = np.concatenate([manifold.exp(center, basis), manifold.exp(center, -basis)])
     if not represents_distance(manifold, center, radius) or not np.all(np.isfinite(probes)):
@@ -98,12 +104,13 @@ def check_representable(manifold: Manifold, center: Array, radius: float) -> Non
                          f"{manifold!r} (points at that distance, or at twice it, overflow); "
                          f"choose a smaller radius")
     if has(manifold, "eigenvalue_range"):
-        lo, hi = manifold.eigenvalue_range(center, 2.0 * radius + NOISE_SPREAD)
+        lo, hi = manifold.eigenvalue_range(center, extent + NOISE_SPREAD)
         if not (lo >= EIGENVALUE_RANGE[0] and hi <= EIGENVALUE_RANGE[1]):
             own = manifold.eigenvalue_range(center, 0.0)
             raise ValueError(
                 f"the public ball (center with eigenvalues in [{own[0]:.3g}, {own[1]:.3g}], radius "
-                f"{radius:g}) holds matrices, or the mechanisms' draws around them (log-eigenvalues "
+                f"{radius:g}{'' if reach is None else f', reach {reach:g}'}) holds matrices, or the "
+                f"mechanisms' draws around them (log-eigenvalues "
                 f"{NOISE_SPREAD:g} further), whose eigenvalues leave [2^-500, 2^500], where double "
                 f"precision keeps their products' relative precision; rescale the data (a change "
                 f"of units) or choose a smaller radius")
@@ -201,6 +208,12 @@ def check_condition_cap(manifold: Manifold, center: Array, max_condition: float 
         raise ParameterError(f"{{max_condition}} must be a finite number >= 1 + 1e-6 (a bound on "
                              f"lambda_max / lambda_min of every record, above the margin records "
                              f"are capped by), got {max_condition!r}", "max_condition")
+    limit = 1.0 / (32.0 * float(np.finfo(float).eps) * np.shape(center)[-1])
+    if not k <= limit:
+        raise ParameterError(f"{{max_condition}} = {k:g} exceeds {limit:.3g}, beyond which the "
+                             f"rounding of a capped record's reconstruction (relative n eps K) "
+                             f"leaves no margin below the cap; give a smaller {{max_condition}}",
+                             "max_condition")
     own = float(manifold.condition_numbers(center))
     if not own <= k:
         raise ParameterError(f"{{max_condition}} = {k:g} is below the condition number "

@@ -69,8 +69,8 @@ from ..parameters import ParameterError
 from ..privacy.conversions import check_count, check_delta, check_positive
 from ..statistics import uniqueness_radius
 from .classes import MEAN_MECHANISMS, SmallClassWarning, _encode, private_class_means
-from .data_ball import (ClippingWarning, check_condition_cap, clipped_tangent_coords, enforce_ball,
-                        enforce_condition, into_ball)
+from .data_ball import (ClippingWarning, check_condition_cap, check_representable,
+                        clipped_tangent_coords, enforce_ball, enforce_condition, into_ball)
 from .release import Release, reserved
 
 FRECHET_RADIUS_SHARE = 0.9
@@ -148,6 +148,9 @@ def plan_ball(manifold: Manifold, points: Array, epsilon: float, center: Array, 
     s_pilot, s_center, s_radius = _shares(shares)
     grid_size = check_count("grid_size", grid_size, 2)
     center, radius = manifold.check_point(center), check_positive("radius", radius)
+    # the released ball B(c, r) has c within radius of center and the inner releases run with
+    # r <= radius: checked here at reach 2 radius, their own checks of (c, r) pass after the charge
+    check_representable(manifold, center, radius, reach=2.0 * radius)
     x, clipped = enforce_ball(manifold, manifold.check_point(points), center, radius, clip_data)
     eps = {"pilot_radius": s_pilot * epsilon, "center": s_center * epsilon,
            "radius": s_radius * epsilon}

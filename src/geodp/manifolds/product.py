@@ -78,8 +78,18 @@ class Product(Manifold):
 
     # ----------------------------------------------------------------- capabilities
     def provides(self, name: str) -> bool:
-        """Whether every factor has the optional capability ``name`` (``capabilities.has``)."""
+        """Whether every factor has the optional capability ``name`` (``capabilities.has``);
+        ``eigenvalue_range``: whether any factor has it (the others hold no matrices)."""
+        if name == "eigenvalue_range":
+            return any(has(f, name) for f in self.factors)
         return all(has(f, name) for f in self.factors)
+
+    def eigenvalue_range(self, center: Array, radius: float) -> tuple[float, float]:
+        """The widest of the matrix factors' ranges: a product ball of radius r lies in the
+        product of the factors' balls of radius r."""
+        ranges = [f.eigenvalue_range(c, radius) for f, c in zip(self.factors, self.split(center))
+                  if has(f, "eigenvalue_range")]
+        return min(lo for lo, _ in ranges), max(hi for _, hi in ranges)
 
     def _require(self, name: str) -> None:
         lacking = [f for f in self.factors if not has(f, name)]

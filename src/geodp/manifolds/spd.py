@@ -38,6 +38,15 @@ class SPD(Manifold):
 
     symmetric_space = True
 
+    def eigenvalue_range(self, center: Array, radius: float) -> tuple[float, float]:
+        """lambda_min(C) e^-r and lambda_max(C) e^r: under either metric the distance bounds the
+        differences of the sorted log-eigenvalues, ``|log lambda_i(X) - log lambda_i(C)|`` <= rho(C, X)
+        (affine-invariant: Bhatia, Positive Definite Matrices, Thm 6.1.4; log-Euclidean: Weyl's
+        inequality for log X - log C and the Frobenius norm)."""
+        w = np.linalg.eigvalsh(mx.sym(np.asarray(center, dtype=float)))
+        with np.errstate(over="ignore", under="ignore"):
+            return float(w[0] * np.exp(-radius)), float(w[-1] * np.exp(radius))
+
     def __new__(cls, n: int, metric: str = "affine"):
         if cls is SPD:
             if metric not in METRICS:
@@ -419,15 +428,6 @@ class AffineInvariantSPD(SPD):
 
     def condition_numbers(self, x: Array) -> Array:
         return cond.condition_numbers(x)
-
-    def eigenvalue_range(self, center: Array, radius: float) -> tuple[float, float]:
-        """lambda_min(C) e^-r and lambda_max(C) e^r: under either metric the distance bounds the
-        differences of the sorted log-eigenvalues, |log lambda_i(X) - log lambda_i(C)| <= rho(C, X)
-        (affine-invariant: Bhatia, Positive Definite Matrices, Thm 6.1.4; log-Euclidean: Weyl's
-        inequality for log X - log C and the Frobenius norm)."""
-        w = np.linalg.eigvalsh(mx.sym(np.asarray(center, dtype=float)))
-        with np.errstate(over="ignore", under="ignore"):
-            return float(w[0] * np.exp(-radius)), float(w[-1] * np.exp(radius))
 
     def cap_condition(self, x: Array, max_condition: float, margin: bool = True) -> Array:
         """Log-eigenvalues clipped to a window of width log K (``_condition.cap_condition``)."""

@@ -287,7 +287,8 @@ def test_clip_data_caps_the_records_and_counts_them():
 
 
 @pytest.mark.parametrize("bad,pattern", [(0.5, ">= 1"), (float("nan"), ">= 1"), ("big", ">= 1"),
-                                         (2.0, "below the condition number 10 of the public center")])
+                                         (2.0, "below the condition number 10 of the public center"),
+                                         (1e15, "leaves no margin below the cap")])
 def test_bad_caps_are_refused_naming_max_condition(bad, pattern):
     center = np.diag([10.0, 1.0])
     with pytest.raises(ParameterError, match=pattern) as info:

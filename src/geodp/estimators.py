@@ -53,7 +53,7 @@ from sklearn.utils.validation import check_is_fitted
 from .learn import (private_frechet_mean, private_geodesic_regression, private_pca,
                     private_principal_subspace)
 from .learn.classes import SmallClassWarning, private_class_means
-from .learn.data_ball import ClippingWarning, check_condition_cap, enforce_condition
+from .learn.data_ball import ClippingWarning
 from .learn.frechet import check_frechet_mean
 from .learn.private_ball import (BALL_SHARES, capped_center, draw_ball, frechet_radius_cap,
                                  plan_ball, private_ball_class_means)
@@ -211,10 +211,8 @@ def _mean_in_private_ball(est, X, center, radius, mechanism, ledger, rng):
     # every refusal before the reservation: the cap's (records above it, unless clipped), the
     # ball's (records outside the public ball), then the mean's on public parameters at the cap
     # on the radius it runs in (post-processing of r)
-    check_condition_cap(m, center, k)
-    X = enforce_condition(m, X, k, est.clip_data)[0]
     plan = plan_ball(m, X, est.ball_budget * eps, center, radius, quantile=est.quantile,
-                     shares=est.ball_shares, clip_data=est.clip_data)
+                     shares=est.ball_shares, clip_data=est.clip_data, max_condition=k)
     cap = frechet_radius_cap(m, radius)
     check_frechet_mean(m, len(plan.x), plan.center, cap, mechanism=mechanism,
                        epsilon=(1 - est.ball_budget) * eps, delta=est.delta, max_condition=k)

@@ -137,10 +137,11 @@ class BallPlan:
 
 def plan_ball(manifold: Manifold, points: Array, epsilon: float, center: Array, radius: float,
               *, quantile: float = 0.75, shares: Sequence[float] = BALL_SHARES,
-              clip_data: bool = False, grid_size: int = 400) -> BallPlan:
+              clip_data: bool = False, grid_size: int = 400,
+              max_condition: float | None = None) -> BallPlan:
     """Every refusal of ``private_ball``, before any reservation or draw: its public parameters,
-    then the records against the public ball (``enforce_ball``: refused, or clipped with
-    ``clip_data``). The routes that release a ball and then a statistic in it call this first,
+    then the records against a condition cap ``max_condition`` (``enforce_condition``) and the
+    public ball (``enforce_ball``): refused, or capped and clipped with ``clip_data``. The routes that release a ball and then a statistic in it call this first,
     so that no refusal comes after their single reservation."""
     epsilon = check_positive("epsilon", epsilon)
     if not 0 < quantile < 1:
@@ -151,7 +152,9 @@ def plan_ball(manifold: Manifold, points: Array, epsilon: float, center: Array, 
     # the released ball B(c, r) has c within radius of center and the inner releases run with
     # r <= radius: checked here at reach 2 radius, their own checks of (c, r) pass after the charge
     check_representable(manifold, center, radius, reach=2.0 * radius)
-    x, clipped = enforce_ball(manifold, manifold.check_point(points), center, radius, clip_data)
+    check_condition_cap(manifold, center, max_condition)
+    x = enforce_condition(manifold, manifold.check_point(points), max_condition, clip_data)[0]
+    x, clipped = enforce_ball(manifold, x, center, radius, clip_data)
     eps = {"pilot_radius": s_pilot * epsilon, "center": s_center * epsilon,
            "radius": s_radius * epsilon}
     return BallPlan(x, clipped, center, radius, eps, quantile, grid_size)
@@ -385,10 +388,8 @@ def private_ball_class_means(manifold: Manifold, points: Array, labels: Array, c
         raise ParameterError("{max_condition} applies to means='frechet' (the tangent class "
                              "means compute no certified mean and need no cap)", "max_condition",
                              "means")
-    check_condition_cap(manifold, center, max_condition)
-    points = enforce_condition(manifold, points, max_condition, clip_data)[0]
     plan = plan_ball(manifold, points, eps_ball, center, radius, quantile=quantile,
-                     shares=ball_shares, clip_data=clip_data)
+                     shares=ball_shares, clip_data=clip_data, max_condition=max_condition)
     cap = _check_class_means(manifold, plan, labels, classes, means, mechanism, count_budget,
                              min_class_size)
     center, x = plan.center, plan.x

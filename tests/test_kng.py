@@ -194,7 +194,10 @@ def test_chart_chains_start_at_uniform_draws_on_the_domain():
     """The chains start at draws of the uniform law on the domain (which does not depend on the
     data), mapped into the chart's coordinates, where the chains' target is finite, whatever the
     chart's centre (here a point on the ball's edge, as a fit moved onto it is)."""
-    from geodp.mechanisms.kng import _Chart, _ChartChains, _inside
+    from types import SimpleNamespace
+
+    from geodp.mechanisms.kng import _ChartChains, _inside
+    from geodp.mechanisms.kng_proposal import _Chart
 
     m = SPD(2)
     domain = BundleDomain(m, np.eye(2), 1.0, 1.0)
@@ -203,7 +206,7 @@ def test_chart_chains_start_at_uniform_draws_on_the_domain():
     def log_target(states):
         return np.where(domain.contains(states), 0.0, -np.inf)
 
-    chains = _ChartChains(_Chart(domain, edge), log_target, None, None, None)
+    chains = _ChartChains(SimpleNamespace(chart=_Chart(domain, edge)), log_target, None)
     drawn = domain.uniform(64, np.random.default_rng(0))
     states, delta = _inside(domain, chains, drawn, np.random.default_rng(1))
     assert np.all(domain.contains(states)) and np.all(np.isfinite(chains.log_target(delta)))
@@ -216,7 +219,7 @@ def test_independence_proposal_draws_follow_its_density():
     against the law that r^(D-1) exp(log density) implies (integrated on a grid): p = 0.91.
     Dropping the mixture's normalisers 1/s^D (a 1.5^12 = 130 error in its weights) gives
     p = 7e-239; halving the narrow half's scale in the draws, p = 0."""
-    from geodp.mechanisms.kng import _knorm_mixture
+    from geodp.mechanisms.kng_proposal import _knorm_mixture
 
     rng = np.random.default_rng(8)
     d, scale = 12, 0.3
@@ -239,7 +242,7 @@ def test_truncated_independence_proposal_draws_follow_its_density():
     direction: chi-square of 40000 draws in 8 x 8 cells of the discs' bounding box against that
     density integrated on a 1600 x 1600 grid (p = 0.75). Without the per-direction normaliser p = 0 (chi2
     3800 on 58 degrees of freedom); rays cut 5% past the discs' edge put draws outside them."""
-    from geodp.mechanisms.kng import _knorm_mixture
+    from geodp.mechanisms.kng_proposal import _knorm_mixture
 
     rng = np.random.default_rng(11)
     centre, b, scale = np.array([0.3, -0.2]), np.array([[2.0, 0.5], [0.5, 1.0]]), 0.6

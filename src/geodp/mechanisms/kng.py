@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from functools import cached_property
 
 import numpy as np
-from scipy import special
 
 from ..manifolds import Manifold
 from ..manifolds.base import Array
@@ -26,6 +24,7 @@ from ..progress import bar
 from .envelope import accumulate
 from .laplace import RiemannianLaplace, SamplerInfo
 from .spd_chains import CHAINS
+from .kng_proposal import MODE_SEARCH, Gradient, Proposal, independence_proposal
 from .mcmc import (ApproximateSamplerRefused, ApproximateSamplerWarning, diagnose, run_chains,
                    volume_ratio, warn_unless_converged)
 
@@ -49,25 +48,6 @@ EXACT_BATCH = 16_384
 #: Proposals ``sample_convex`` asks of chains at once: one draw per chain, as many as the polar
 #: chains run (a batch of exact proposals is far larger: they are cheap).
 CHAIN_BATCH = CHAINS
-#: The independence proposal is an equal mixture of the linearised KNG law at these multiples of
-#: its scale. Clipped residuals make the gradient grow more slowly than its linearisation away
-#: from the fit, and the public domain truncates the law where it is wide, so the KNG law is
-#: wider than the linearised one and off its centre (on SPD(3) with 500 records: 1.1-1.6x along
-#: the principal directions, the mean up to 1.8 of the proposal's standard deviations away along
-#: the weakly determined ones). Chains stick where the proposal's tails are thinner than the
-#: target's; the widest member bounds those weights. Integrated autocorrelation time of the log
-#: target over 12 releases (6 data sets of the benchmark's kind, 600 kept steps of 8 chains):
-#: widths (1, 1.5), jumps 1/2 of the steps, median 47 and mean 104 steps; (1, 1.5, 2.25, 3.4),
-#: jumps 3/4: median 16-20, mean 18-29 over three sets of seeds; (1, 1.7, 3) about the same,
-#: jumps 1/2 or 0.9, five widths up to 5.1, or recentring and rescaling the law from the chains'
-#: states halfway through the burn-in no better within the noise (which is large: single
-#: releases range from 5 to 240).
-WIDTHS = (1.0, 1.5, 2.25, 3.375)
-#: Weight of the proposal's wide members (``_widths``): a ladder of K-norm laws, each ``LADDER``
-#: times wider than the last, up to the domain's size (at most ``MAX_RUNGS`` of them).
-DEFENSIVE = 0.05
-LADDER = 4.0
-MAX_RUNGS = 12
 #: Probability that a chain's step is an independence proposal rather than a random-walk move.
 INDEPENDENCE = 0.75
 #: Chains that have not mixed and have no exact fallback run on, each time by half the steps
@@ -225,226 +205,6 @@ class BundleDomain:
         return np.stack([p, m.from_coords(p, c)], axis=1)
 
 
-Gradient = Callable[[Array, Array], tuple[Array, Array]]
-
-
-class _Chart:
-    """Normal coordinates of the tangent bundle around (p0, v0): delta = (a, b) in R^dim x R^dim
-    maps to p = Exp_p0(a), v = Gamma_{p0 -> p}(v0 + b) (coordinates in an orthonormal basis of
-    T_p0); only the moving parts of the domain have coordinates. Its Liouville volume density is
-    J_p0(a), since transport is an isometry."""
-
-    def __init__(self, domain: BundleDomain, start: Array):
-        self.m, self.domain = domain.manifold, domain
-        self.p0, self.v0 = np.asarray(start[0], dtype=float), np.asarray(start[1], dtype=float)
-        self.parts = domain.parts
-        self.size = self.m.dim * len(self.parts)
-
-    def _split(self, delta: Array) -> tuple[Array, Array]:
-        k, d = len(delta), self.m.dim
-        a, b = np.zeros((k, d)), np.zeros((k, d))
-        for i, part in enumerate(self.parts):
-            (a if part == 0 else b)[:] = delta[:, i * d:(i + 1) * d]
-        return a, b
-
-    def to_state(self, delta: Array) -> Array:
-        m = self.m
-        a, b = self._split(delta)
-        p = m.exp(self.p0, m.from_coords(self.p0, a))
-        v = m.to_tangent(p, m.transport(self.p0, p, self.v0 + m.from_coords(self.p0, b)))
-        return np.stack([p, v], axis=1)
-
-    def log_volume(self, a: Array, xi: Array | None = None) -> Array:
-        """log J_p0 at footpoint coordinates ``a`` (``xi``: the same as a tangent vector, if known),
-        +inf outside the chart, |a| >= inj (where Exp_p0 stops being injective), so that the
-        independence proposal's log density there is -inf."""
-        m = self.m
-        xi = m.from_coords(self.p0, a) if xi is None else xi
-        with np.errstate(divide="ignore", invalid="ignore"):  # beyond the chart: masked below
-            log_j = np.log(m.volume_density(self.p0, xi))
-        return np.where(self.in_chart(a) & np.isfinite(log_j), log_j, np.inf)
-
-    def in_chart(self, a: Array) -> Array:
-        """Whether footpoint coordinates lie in the chart: |a| < inj, on which Exp_p0 is a
-        diffeomorphism (so a compact space is covered but for its cut locus)."""
-        return np.linalg.norm(a, axis=1) < self.m.injectivity_radius
-
-    def from_state(self, state: Array) -> tuple[Array, Array]:
-        """Coordinates of each state, and the log volume density there (``log_volume``)."""
-        m = self.m
-        p, v = state[:, 0], state[:, 1]
-        log_p = m.log(self.p0, p)
-        a = m.to_coords(self.p0, log_p)
-        b = m.to_coords(self.p0, m.transport(p, self.p0, v)) - m.to_coords(self.p0, self.v0)
-        return np.concatenate([(a, b)[part] for part in self.parts], axis=1), self.log_volume(a, log_p)
-
-    @cached_property
-    def reach(self) -> float:
-        """Footpoint coordinates longer than this leave the domain or the chart: |a| <= rho(p0,
-        center) + radius (|a| = rho(p0, p) within the chart) and |a| < inj."""
-        m, radius = self.m, self.domain.radius
-        reach = m.injectivity_radius
-        return reach if radius is None else min(reach, float(m.dist(self.domain.center, self.p0)) + radius)
-
-    def balls(self) -> list[tuple[slice, Array, float]]:
-        """Balls of the coordinates that hold the domain, as (rows, offset, radius): the
-        footpoint's |a| <= ``reach``, the shooting vector's |v0 + b| <= v_max (transport is an
-        isometry)."""
-        m, d = self.m, self.m.dim
-        return [(slice(i * d, (i + 1) * d), np.zeros(d), self.reach) if part == 0 else
-                (slice(i * d, (i + 1) * d), -m.to_coords(self.p0, self.v0), self.domain.v_max)
-                for i, part in enumerate(self.parts)]
-
-    def gradient(self, gradient: Gradient, delta: Array) -> Array:
-        """The moving parts of the gradient at the states of ``delta``, transported back to p0, in
-        coordinates."""
-        m = self.m
-        state = self.to_state(delta)
-        g = gradient(state[:, 0], state[:, 1])
-        back = [m.to_coords(self.p0, m.transport(state[:, 0], self.p0, g[part])) for part in self.parts]
-        return np.concatenate(back, axis=1)
-
-
-def _linearised(chart: _Chart, gradient: Gradient) -> tuple[Array, Array, Array]:
-    """G(delta) ~ G0 + A delta in the chart: G0, the symmetrised central-difference Jacobian A's
-    eigenvalues and eigenvectors."""
-    d = chart.size
-    h = 1e-6 * max(1.0, float(np.linalg.norm(chart.v0)))
-    eye = np.eye(d)
-    cols = (chart.gradient(gradient, h * eye) - chart.gradient(gradient, -h * eye)) / (2 * h)
-    lam, vecs = np.linalg.eigh(0.5 * (cols + cols.T))
-    return chart.gradient(gradient, np.zeros((1, d)))[0], lam, vecs
-
-
-def _newton_step(g0: Array, lam: Array, vecs: Array) -> tuple[Array, Array]:
-    """|eigenvalues| of A, floored at 1e-6 of the largest, and delta* = -A^-1 G0 with them."""
-    size = np.maximum(np.abs(lam), 1e-6 * np.max(np.abs(lam), initial=1e-300))
-    return size, -vecs @ ((vecs.T @ g0) / (np.where(lam < 0, -1.0, 1.0) * size))
-
-
-def _independence_proposal(domain: BundleDomain, start: Array, gradient: Gradient, scale: float,
-                           newton_steps: int = 3):
-    """The KNG law of the gradient linearised in normal coordinates of the bundle,
-    G(delta) ~ G0 + A delta, with A symmetrised and B = |A| (same eigenvectors, absolute
-    eigenvalues, so |A w| = |B w|): density proportional to exp(-|B (delta - delta*)| / s) in
-    the coordinates delta, delta* = -A^-1 G0, drawn as B (delta - delta*) = r u, r ~ Gamma(D, s),
-    u uniform on the unit sphere of R^D; an equal mixture over s = f * scale, f in WIDTHS
-    (log density up to a constant: logaddexp over s of -|B (delta - delta*)| / s - D log s),
-    each radius truncated to the part of its ray inside the balls that hold the domain
-    (``_Chart.balls``, ``_knorm_mixture``). Clipped residuals flatten the gradient far from the
-    fit, so the KNG law can fill the domain to its edge: on SPD(3) with 500 records (the
-    benchmark) a quarter of the untruncated draws fell outside the domain and importance weights
-    kept 0.5% of the draws; truncated, 1-10%, and the chains mixed in 30-35% fewer steps (mean
-    over 10 releases on each of two data sets). The chart is centred by up to ``newton_steps``
-    Newton steps from ``start`` towards the zero of G inside the domain (where the
-    linearisation is best). Returns the chart, a function drawing k coordinates, and the log
-    density there."""
-    chart = _Chart(domain, start)
-    g0, lam, vecs = _linearised(chart, gradient)
-    for _ in range(newton_steps):
-        moved = chart.to_state(_newton_step(g0, lam, vecs)[1][None])
-        if not domain.contains(moved)[0]:
-            break
-        trial = _Chart(domain, moved[0])
-        g1, lam1, vecs1 = _linearised(trial, gradient)
-        if not np.linalg.norm(g1) < np.linalg.norm(g0):
-            break
-        chart, g0, lam, vecs = trial, g1, lam1, vecs1
-    size, centre = _newton_step(g0, lam, vecs)
-    return (chart, *_knorm_mixture(centre, (vecs * size) @ vecs.T, (vecs / size) @ vecs.T, scale,
-                                   chart.balls()))
-
-
-#: Relative slack of the ray interval in the truncated proposal's density, so that a draw at the
-#: interval's end, recomputed from its rounded coordinates, keeps a positive density.
-_RAY_SLACK = 1e-9
-
-
-def _ray_intervals(centre: Array, directions: Array, balls) -> tuple[Array, Array]:
-    """[lo, hi] of the rays centre + r e (r >= 0, rows of ``directions``) inside every ball
-    |delta[rows] - offset| <= radius of ``balls`` ((rows, offset, radius) triples); [0, inf) where
-    a ray misses them (a direction the truncation then leaves alone)."""
-    k = len(directions)
-    lo, hi = np.zeros(k), np.full(k, np.inf)
-    for rows, offset, radius in balls:
-        c0, e = centre[rows] - offset, directions[:, rows]
-        ee, ce = np.sum(e * e, axis=1), e @ c0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            root = np.sqrt(ce**2 - ee * (c0 @ c0 - radius**2)) / ee
-            lo, hi = np.maximum(lo, -ce / ee - root), np.minimum(hi, -ce / ee + root)
-    miss = ~(lo < hi)
-    return np.where(miss, 0.0, np.maximum(lo, 0.0)), np.where(miss, np.inf, hi)
-
-
-def _gamma_mass(d: int, lo: Array, hi: Array) -> Array:
-    """P(lo <= r <= hi) for r ~ Gamma(d, 1), from the upper tail where lo is past the mode (no
-    cancellation of two values near 1)."""
-    return np.where(lo > d, special.gammaincc(d, lo) - special.gammaincc(d, hi),
-                    special.gammainc(d, hi) - special.gammainc(d, lo))
-
-
-def _widths(scale: float, b: Array, balls) -> tuple[Array, Array]:
-    """The mixture's scales and log weights: ``WIDTHS`` times ``scale`` sharing 1 - ``DEFENSIVE``,
-    and a ladder of wider members (each ``LADDER`` times the last) sharing ``DEFENSIVE``, up to
-    the first whose mean radius D s reaches |B| times the diameter of ``balls`` (at most
-    ``MAX_RUNGS``; none without balls)."""
-    d = len(b)
-    near = scale * np.asarray(WIDTHS)
-    far = np.sqrt(sum((2.0 * radius) ** 2 for _, _, radius in balls)) * np.linalg.norm(b, 2) / d
-    rungs = 0 if not balls or not far > near[-1] else min(
-        MAX_RUNGS, int(np.ceil(np.log(far / near[-1]) / np.log(LADDER))))
-    wide = near[-1] * LADDER ** np.arange(1, rungs + 1)
-    weights = np.concatenate([np.full(len(near), (1.0 - DEFENSIVE * (rungs > 0)) / len(near)),
-                              np.full(rungs, DEFENSIVE / max(rungs, 1))])
-    return np.concatenate([near, wide]), np.log(weights)
-
-
-def _knorm_mixture(centre: Array, b: Array, b_inv: Array, scale: float, balls=()):
-    """Draws and log density (up to a constant) of a mixture of the K-norm laws
-    exp(-|B (delta - centre)| / s) / s^D on R^D (B symmetric positive definite, ``b_inv`` its
-    inverse), s and the weights from ``_widths``: B (delta - centre) = r u with u uniform on the
-    unit sphere and r ~ Gamma(D, s), truncated to the part [lo, hi] of the ray that lies in
-    ``balls`` (``_ray_intervals``; a truncation whose Gamma mass underflows is dropped), so that
-    proposals do not leave a domain the law fills (density exp(-r / s) / (s^D mass_s(u)) there).
-    The wide members make the proposal's density far from the centre at least about
-    ``DEFENSIVE`` times the domain's uniform one, so that a chain stuck on a far plateau of
-    the target accepts a proposal near the centre."""
-    d = len(centre)
-    scales, log_weights = _widths(scale, b, balls)
-
-    def truncation(lo: Array, hi: Array, s: Array) -> tuple[Array, Array, Array]:
-        mass = _gamma_mass(d, lo / s, hi / s)
-        keep = mass > 1e-300
-        return np.where(keep, lo, 0.0), np.where(keep, hi, np.inf), np.where(keep, mass, 1.0)
-
-    def log_density(delta: Array) -> Array:
-        z = (delta - centre) @ b
-        r = np.linalg.norm(z, axis=1)
-        s = scales[:, None]  # every member at every point
-        ray = _ray_intervals(centre, (z / np.where(r > 0, r, 1.0)[:, None]) @ b_inv, balls)
-        lo, hi, mass = truncation(*ray, s)
-        inside = (r >= lo * (1 - _RAY_SLACK)) & (r <= hi * (1 + _RAY_SLACK))
-        log_each = np.where(inside, log_weights[:, None] - r / s - d * np.log(s) - np.log(mass),
-                            -np.inf)
-        return np.logaddexp.reduce(log_each, axis=0)
-
-    def draw(k: int, rng: np.random.Generator) -> Array:
-        u = rng.standard_normal((k, d))
-        u /= np.linalg.norm(u, axis=1, keepdims=True)
-        s = scales[rng.choice(len(scales), size=k, p=np.exp(log_weights))]  # each draw's member
-        lo, hi, _ = truncation(*_ray_intervals(centre, u @ b_inv, balls), s)
-        p = rng.random(k)
-        q_lo, q_hi = special.gammaincc(d, lo / s), special.gammaincc(d, hi / s)
-        with np.errstate(invalid="ignore"):
-            upper = s * special.gammainccinv(d, q_lo - p * (q_lo - q_hi))
-            p_lo, p_hi = special.gammainc(d, lo / s), special.gammainc(d, hi / s)
-            lower = s * special.gammaincinv(d, p_lo + p * (p_hi - p_lo))
-        radius = np.clip(np.where(lo / s > d, upper, lower), lo, hi)
-        return centre + (u * radius[:, None]) @ b_inv
-
-    return draw, log_density
-
-
 def uniform_acceptance_bound(n: int, epsilon: float) -> float:
     """A public lower bound, exp(-n epsilon / 4), on the acceptance of exact rejection from the
     uniform law on the domain, for the KNG law exp(-|G| / sigma), sigma = 2 Delta / epsilon, of a
@@ -552,8 +312,9 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
         return draw, SamplerInfo("exact rejection from the uniform law on the domain", True, rate,
                                  notes=notes)
 
-    def uniform_acceptance(k: int) -> float:
-        return float(np.mean(np.exp(log_target(domain.uniform(k, rng)))))
+    def pilot(k: int) -> tuple[Array, Array]:
+        states = domain.uniform(k, rng)
+        return states, log_target(states)
 
     if planned:
         return exact(1.0, ["exact by the public plan: uniform proposals accept at least "
@@ -561,37 +322,25 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
     if not (allow_approximate or exact_only):
         raise ApproximateSamplerRefused("no public plan makes exact rejection from the uniform law "
                                         "on the domain sure to accept", ["``exact_plan``"])
-    quarter = PILOT // 4
-    rate = uniform_acceptance(quarter)
-    if rate >= PILOT_STOP:
-        rate = (rate * quarter + uniform_acceptance(PILOT - quarter) * (PILOT - quarter)) / PILOT
+    states, log_pi = pilot(PILOT // 4)
+    if np.mean(np.exp(log_pi)) >= PILOT_STOP:
+        states, log_pi = (np.concatenate(pair) for pair in zip((states, log_pi),
+                                                                pilot(PILOT - PILOT // 4)))
+    rate = float(np.mean(np.exp(log_pi)))
     if rate >= min_acceptance:
         return exact(rate, [])
     if exact_only:
         raise ValueError(f"exact K-norm gradient draws were asked for, but uniform proposals on the "
                          f"domain accept about {rate:.1e} of draws, below {min_acceptance:g}")
 
-    c = np.eye(2) if precondition is None else np.asarray(precondition, dtype=float)
-    mask = [float(i in domain.parts) for i in (0, 1)]
-    c = c * np.outer(mask, mask)
-    c = c / np.max(np.abs(np.linalg.eigvalsh(c)))
-    max_step = min(0.5 * m.injectivity_radius, 2.0 * max(domain.v_max, domain.radius or 0.0, 1e-300))
-    chart, draw_coordinates, log_q = _independence_proposal(domain, start, gradient, scale)
-
-    def increments(k, step, rng):
-        """The walk's moves of footpoint and shooting vector, in orthonormal coordinates."""
-        z = rng.standard_normal((2, k, m.dim)) * np.minimum(step * 2.0 ** rng.uniform(-2, 2, k),
-                                                             max_step)[:, None]
-        return c[0, 0] * z[0] + c[0, 1] * z[1], c[1, 0] * z[0] + c[1, 1] * z[1]
-
-    step0 = scale * np.sqrt(2.0 * m.dim)
-    if m.injectivity_radius == np.inf:
-        space = _ChartChains(chart, log_target, increments, draw_coordinates, log_q)
-    else:
-        space = _BundleChains(chart, log_target, increments, draw_coordinates, log_q)
+    # MODE_SEARCH pilot draws drawn without replacement with weights pi (Gumbel top-k): the best
+    # draws where the law is peaked, spread over its modes where it is not
+    picked = np.argsort(log_pi + rng.gumbel(size=len(log_pi)))[::-1][:MODE_SEARCH]
+    space, step0, max_step = chain_space(domain, log_target, gradient, start, scale, precondition,
+                                         states[picked[np.isfinite(log_pi[picked])]])
     starts, init = _inside(domain, space, starts, rng)
     state, diag = run_chains(init, space.log_target, space.propose, rng, burn_in, trace_length,
-                             step0, max_step, None, target_rate=0.25)
+                             step0, max_step, None, target_rate=0.25, coordinates=space.summary)
     steps = burn_in + trace_length
     can_fall_back = exact_fallback and rate >= FALLBACK_ACCEPTANCE
     notes = [f"exact uniform proposals would accept {rate:.2e} of draws"]
@@ -602,7 +351,7 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
     while not diag.r_hat <= R_HAT_LIMIT and not can_fall_back and steps < max_steps:
         more = min(max(steps // 2, steps - 2 * len(window)), max_steps - steps)
         state, diag = run_chains(state, space.log_target, space.propose, rng, 0, more,
-                                 diag.step_size, max_step, None)
+                                 diag.step_size, max_step, None, coordinates=space.summary)
         steps += more
         window = np.concatenate([window, diag.trace])[-(steps // 2):]
         diag = diagnose(window, steps - len(window), diag.acceptance_rate, diag.step_size)
@@ -625,6 +374,31 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
     return space.states(state[:size]), SamplerInfo(
         "Metropolis-Hastings on the tangent bundle, random walk mixed with a linearised-KNG "
         "independence proposal (approximate)", False, diag.acceptance_rate, diag, notes)
+
+
+def chain_space(domain: BundleDomain, log_target: Callable[[Array], Array], gradient: Gradient,
+                start: Array, scale: float, precondition: Array | None = None,
+                candidates: Array = ()) -> tuple[_Chains, float, float]:
+    """The chains' kernel of ``sample_bundle`` (its random walk and independence proposal, the
+    latter centred at the modes found from ``start`` and ``candidates``), as the space the chains
+    live in, with the walk's initial and largest steps."""
+    m = domain.manifold
+    c = np.eye(2) if precondition is None else np.asarray(precondition, dtype=float)
+    mask = [float(i in domain.parts) for i in (0, 1)]
+    c = c * np.outer(mask, mask)
+    c = c / np.max(np.abs(np.linalg.eigvalsh(c)))
+    max_step = min(0.5 * m.injectivity_radius, 2.0 * max(domain.v_max, domain.radius or 0.0, 1e-300))
+    proposal = independence_proposal(domain, start, gradient, scale, candidates)
+
+    def increments(k, step, rng):
+        """The walk's moves of footpoint and shooting vector, in orthonormal coordinates."""
+        z = rng.standard_normal((2, k, m.dim)) * np.minimum(step * 2.0 ** rng.uniform(-2, 2, k),
+                                                             max_step)[:, None]
+        return c[0, 0] * z[0] + c[0, 1] * z[1], c[1, 0] * z[0] + c[1, 1] * z[1]
+
+    space = (_ChartChains if m.injectivity_radius == np.inf else _BundleChains)(
+        proposal, log_target, increments)
+    return space, scale * np.sqrt(2.0 * m.dim), max_step
 
 
 def _inside(domain: BundleDomain, space, states: Array, rng: np.random.Generator,
@@ -657,16 +431,17 @@ class _Chains:
 
 
 class _ChartChains(_Chains):
-    """Chains in the normal coordinates delta of ``_Chart`` (manifolds with infinite injectivity
-    radius, where the chart covers the whole bundle): target density pi(state(delta)) J_p0(a)
-    (the Liouville volume in the chart), a random walk delta + increments (symmetric in delta)
-    and the independence proposal with its density in delta. Only the proposals are mapped to
-    the manifold, one Exp and one transport from the chart's single base point per step, where
-    a walk on the bundle maps each move from its own footpoint and the independence proposal
-    needs the chart coordinates of the current states too."""
+    """Chains in the normal coordinates delta of the proposal's first chart (manifolds with
+    infinite injectivity radius, where the chart covers the whole bundle): target density
+    pi(state(delta)) J_p0(a) (the Liouville volume in the chart), a random walk delta +
+    increments (symmetric in delta) and the independence proposal with its density in delta.
+    With one member the proposal draws in this chart and only its draws are mapped to the
+    manifold, one Exp and one transport from the chart's base point per step; with several, its
+    draws are mapped back to delta and its density at the chains' states taken on the manifold.
+    The R-hat summaries are the coordinates delta."""
 
-    def __init__(self, chart: _Chart, log_target, increments, draw, log_q):
-        self.chart, self.increments, self.draw, self.log_q = chart, increments, draw, log_q
+    def __init__(self, proposal: Proposal, log_target, increments):
+        self.proposal, self.chart, self.increments = proposal, proposal.chart, increments
         self._log_target = log_target
 
     def log_target(self, delta: Array) -> Array:
@@ -684,9 +459,19 @@ class _ChartChains(_Chains):
                 np.zeros(len(delta)))
 
     def _independent(self, delta: Array, rng: np.random.Generator) -> tuple[Array, Array]:
-        fresh = self.draw(len(delta), rng)
-        log_q = self.log_q(np.concatenate([delta, fresh]))
-        return fresh, log_q[:len(delta)] - log_q[len(delta):]
+        if len(self.proposal.laws) == 1:
+            law = self.proposal.laws[0]
+            fresh = law.draw(len(delta), rng)
+            log_q = law.log_q(np.concatenate([delta, fresh]))
+            return fresh, log_q[:len(delta)] - log_q[len(delta):]
+        states, log_q_fresh = self.proposal.draw(len(delta), rng)
+        fresh, log_j_fresh = self.chart.from_state(states)
+        log_q = (self.proposal.log_density(self.chart.to_state(delta))
+                 + self.chart.log_volume(self.chart._split(delta)[0]))
+        return fresh, log_q - log_q_fresh - log_j_fresh
+
+    def summary(self, delta: Array) -> Array:
+        return delta
 
     def from_states(self, states: Array) -> Array:
         return self.chart.from_state(states)[0]
@@ -699,12 +484,14 @@ class _BundleChains(_Chains):
     """Chains on the tangent bundle itself (compact manifolds, where no chart covers it): a walk
     xi, eta in T_p with p' = Exp_p(xi), v' = Gamma_{p -> p'}(v + eta), rejected when
     |xi| >= ``domain.reach``, with the volume (Hastings) factor of Exp where the space is not
-    symmetric; and the independence proposal of the chart, with its density w.r.t. the Liouville
-    measure (the chart's, divided by J_p0)."""
+    symmetric; and the independence proposal with its density w.r.t. the Liouville measure. The
+    R-hat summaries are the footpoint's distances to the proposal's modes and |v|: chains split
+    between two modes of equal density, which log pi cannot tell apart, differ in them."""
 
-    def __init__(self, chart: _Chart, log_target, increments, draw, log_q):
-        self.chart, self.domain, self.increments = chart, chart.domain, increments
-        self.log_target, self.draw_coordinates, self.log_q = log_target, draw, log_q
+    def __init__(self, proposal: Proposal, log_target, increments):
+        self.proposal, self.domain = proposal, proposal.chart.domain
+        self.log_target, self.increments = log_target, increments
+        self.modes = np.stack([law.chart.p0 for law in proposal.laws])
 
     def _walk(self, state: Array, step: float, rng: np.random.Generator) -> tuple[Array, Array]:
         m, k = self.domain.manifold, len(state)
@@ -718,21 +505,16 @@ class _BundleChains(_Chains):
         log_h = 0.0 if m.symmetric_space else volume_ratio(m, p, xi, p2)
         return np.stack([p2, v2], axis=1), np.where(short, log_h, -np.inf)
 
-    def _draw(self, k: int, rng: np.random.Generator) -> tuple[Array, Array]:
-        """k states of the independence proposal and their log density (Liouville measure);
-        draws beyond the chart (|a| >= inj) are not mapped (density -inf: rejected)."""
-        delta = self.draw_coordinates(k, rng)
-        far = ~self.chart.in_chart(self.chart._split(delta)[0])
-        delta[far] = 0.0
-        log_q = self.log_q(delta) - self.chart.log_volume(self.chart._split(delta)[0])
-        return self.chart.to_state(delta), np.where(far, -np.inf, log_q)
-
     def _independent(self, state: Array, rng: np.random.Generator) -> tuple[Array, Array]:
-        fresh, log_q_fresh = self._draw(len(state), rng)
-        delta, log_j = self.chart.from_state(state)
+        fresh, log_q_fresh = self.proposal.draw(len(state), rng)
         with np.errstate(invalid="ignore"):
-            return fresh, np.where(np.isfinite(log_q_fresh), self.log_q(delta) - log_j - log_q_fresh,
-                                   -np.inf)
+            return fresh, np.where(np.isfinite(log_q_fresh),
+                                   self.proposal.log_density(state) - log_q_fresh, -np.inf)
+
+    def summary(self, state: Array) -> Array:
+        m, p = self.domain.manifold, state[:, 0]
+        far = [m.dist(mode, p) for mode in self.modes]
+        return np.stack(far + [m.norm(p, state[:, 1])], axis=1)
 
     def from_states(self, states: Array) -> Array:
         return states

@@ -70,7 +70,8 @@ class ApproximateSamplerRefused(ValueError):
 
 @dataclass
 class MCMCDiagnostics:
-    """Convergence diagnostics of a multi-chain run, on the trace of a scalar summary."""
+    """Convergence diagnostics of a multi-chain run, on the trace of a scalar summary (R-hat also
+    on further coordinates, where the sampler gives them)."""
 
     acceptance_rate: float
     step_size: float
@@ -79,7 +80,8 @@ class MCMCDiagnostics:
     n_chains: int
     r_hat: float
     ess: float
-    #: the summary at every kept step, (trace_length, n_chains); not part of ``as_dict``
+    #: the summary at every kept step, (trace_length, n_chains), or (trace_length, n_chains, q)
+    #: with the coordinates after it; not part of ``as_dict``
     trace: Array | None = field(default=None, repr=False)
     #: the chains' starting points, set by samplers that draw them from a data-independent law;
     #: not part of ``as_dict``
@@ -179,6 +181,7 @@ def run_chains(state: Array, log_target: Callable[[Array], Array],
                propose: Callable[[Array, float, np.random.Generator], tuple[Array, Array]],
                rng: np.random.Generator, burn_in: int, trace_length: int, step: float,
                max_step: float, summary: Callable[[Array], Array] | None, target_rate: float = 0.3,
+               coordinates: Callable[[Array], Array] | None = None,
                ) -> tuple[Array, MCMCDiagnostics]:
     """Metropolis-Hastings on a stack of independent chains (``state`` has the chains first).
 
@@ -188,14 +191,16 @@ def run_chains(state: Array, log_target: Callable[[Array], Array],
     size is tuned towards ``target_rate`` on those proposals during the first half of the burn-in,
     every ``ADAPT_EVERY`` iterations (log step += acceptance - target), and then frozen, so the
     kept part is a valid MH chain; diagnostics are computed on ``summary`` (default: the log
-    target) over the last ``trace_length`` iterations.
+    target) over the last ``trace_length`` iterations; ``coordinates(state)``, of shape
+    (chains, q), adds q columns to the trace whose split R-hat counts too (``diagnose``).
     """
     x = np.array(state, dtype=float)
     chains = x.shape[0]
     lp = log_target(x)
     if not np.all(np.isfinite(lp)):
         raise ValueError("every chain must start where the target density is positive")
-    trace = np.empty((trace_length, chains))
+    columns = 0 if coordinates is None else np.shape(coordinates(x))[1]
+    trace = np.empty((trace_length, chains) + ((1 + columns,) if columns else ()))
     accepted = 0
     window_acc, window = 0, 0
     with bar(burn_in + trace_length, f"MCMC ({chains} chains)") as meter:
@@ -215,17 +220,22 @@ def run_chains(state: Array, log_target: Callable[[Array], Array],
                     window_acc, window = 0, 0
             elif it >= burn_in:
                 accepted += ok.sum()
-                trace[it - burn_in] = lp if summary is None else summary(x)
+                kept = lp if summary is None else summary(x)
+                trace[it - burn_in] = (np.column_stack([kept, coordinates(x)]) if columns else kept)
     return x, diagnose(trace, burn_in, float(accepted / max(trace_length * chains, 1)), float(step))
 
 
 def diagnose(trace: Array, burn_in: int, acceptance_rate: float, step_size: float) -> MCMCDiagnostics:
-    """Split R-hat and ESS of a (length, chains) trace kept after ``burn_in`` steps."""
-    length, chains = trace.shape
+    """Split R-hat and ESS of a (length, chains) trace kept after ``burn_in`` steps; of a
+    (length, chains, q) trace, the largest split R-hat of its columns and the ESS of the first."""
+    length, chains = trace.shape[:2]
+    columns = trace.reshape(length, chains, -1)
+    r_hat = (max(split_r_hat(columns[..., j]) for j in range(columns.shape[2]))
+             if length >= 4 and chains >= 2 else float("nan"))
     return MCMCDiagnostics(
         acceptance_rate=acceptance_rate, step_size=step_size, burn_in=burn_in, trace_length=length,
-        n_chains=chains, r_hat=split_r_hat(trace) if length >= 4 and chains >= 2 else float("nan"),
-        ess=effective_sample_size(trace) if length >= 4 else float("nan"), trace=trace)
+        n_chains=chains, r_hat=r_hat,
+        ess=effective_sample_size(columns[..., 0]) if length >= 4 else float("nan"), trace=trace)
 
 
 def volume_ratio(manifold: Manifold, x: Array, xi: Array, y: Array) -> Array:

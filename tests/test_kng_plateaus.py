@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
+import geodp.mechanisms.kng as kng
 import geodp.mechanisms.kng_proposal as kng_proposal
 from geodp.manifolds import Sphere
 from geodp.mechanisms.kng import BundleDomain, KNormGradient, sample_bundle
@@ -18,9 +19,10 @@ from geodp.statistics.regression import bundle_norm, fitted_points, regression_g
 from geodp.statistics.sensitivity import regression_sensitivity
 
 ALPHA = 1e-3
-#: Share of the KNG law whose footpoint lies farther than FAR from the fit's (stratified Monte
-#: Carlo, see ``test_the_far_share_of_the_law``: 0.0155-0.0158 over three seeds).
-FAR_SHARE = 0.0157
+#: Share of the KNG law whose footpoint lies farther than FAR from the fit's: 0.0155-0.0158 over
+#: three seeds by stratified Monte Carlo (``test_the_far_share_of_the_law``), plus 0.00066 in a
+#: narrow mode at the fit's mirror image (-p, -v), which uniform draws miss (a review's estimate).
+FAR_SHARE = 0.0164
 FAR = 1.0
 CHAINS = 100
 
@@ -49,6 +51,8 @@ def _problem():
 
 
 def _far_count(monkeypatch, twin: str | None) -> int:
+    if twin is not None:  # the mode search alone lets chains leave the plateaus too (2-3 far)
+        monkeypatch.setattr(kng, "MODE_SEARCH", 0)
     if twin == "no wide members":
         monkeypatch.setattr(kng_proposal, "DEFENSIVE", 0.0)
     elif twin == "chart to inj/2":
@@ -66,10 +70,11 @@ LIMIT = int(stats.binom.isf(ALPHA, CHAINS, FAR_SHARE))
 
 @pytest.mark.filterwarnings("ignore::geodp.mechanisms.mcmc.ApproximateSamplerWarning")
 def test_chains_leave_the_far_plateaus(monkeypatch):
-    """100 chains after 300 steps: 1 far state here (binomial mean 1.6; the limit is 7). Without
-    the proposal's wide members, chains on a plateau never accept a move to the mode (39 far
-    of 100); with the chart of a compact space cut at half the injectivity radius, chains whose
-    footpoint lies beyond it cannot take an independence move at all (24 far)."""
+    """100 chains after 300 steps: 3 far states here (binomial mean 1.6; the limit is 7). With
+    the proposal centred at the fit alone (no mode search) and without its wide members, chains
+    on a plateau never accept a move to the mode (41 far of 100); with the chart of a compact
+    space cut at half the injectivity radius, chains whose footpoint lies beyond it cannot take
+    an independence move at all (23 far). With the mode search, either twin alone leaves 2-3."""
     assert _far_count(monkeypatch, None) <= LIMIT
 
 
@@ -101,4 +106,4 @@ def test_the_far_share_of_the_law():
     log_w = np.where(near, log_target(s) - law.log_q(delta) + chart.log_volume(a), -np.inf)
     log_near = special.logsumexp(log_w) - np.log(len(delta)) - log_c
     share = 1.0 / (1.0 + np.exp(log_near - log_far))
-    assert abs(share - FAR_SHARE) <= 0.1 * FAR_SHARE
+    assert abs(share + 0.00066 - FAR_SHARE) <= 0.1 * FAR_SHARE

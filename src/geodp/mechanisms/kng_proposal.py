@@ -123,15 +123,22 @@ class _Chart:
         return np.concatenate(back, axis=1)
 
 
-def _linearised(chart: _Chart, gradient: Gradient) -> tuple[Array, Array, Array]:
-    """G(delta) ~ G0 + A delta in the chart: G0, the symmetrised central-difference Jacobian A's
-    eigenvalues and eigenvectors."""
+def _jacobian(chart: _Chart, gradient: Gradient) -> tuple[Array, Array]:
+    """G0 and the central-difference Jacobian of G(delta) at delta = 0 in the chart (columns
+    d G / d delta_j): 2 D + 1 gradient evaluations."""
     d = chart.size
     h = 1e-6 * max(1.0, float(np.linalg.norm(chart.v0)))
     eye = np.eye(d)
     cols = (chart.gradient(gradient, h * eye) - chart.gradient(gradient, -h * eye)) / (2 * h)
-    lam, vecs = np.linalg.eigh(0.5 * (cols + cols.T))
-    return chart.gradient(gradient, np.zeros((1, d)))[0], lam, vecs
+    return chart.gradient(gradient, np.zeros((1, d)))[0], cols.T
+
+
+def _linearised(chart: _Chart, gradient: Gradient) -> tuple[Array, Array, Array]:
+    """G(delta) ~ G0 + A delta in the chart: G0, the symmetrised central-difference Jacobian A's
+    eigenvalues and eigenvectors."""
+    g0, jac = _jacobian(chart, gradient)
+    lam, vecs = np.linalg.eigh(0.5 * (jac + jac.T))
+    return g0, lam, vecs
 
 
 def _newton_step(g0: Array, lam: Array, vecs: Array, damping: float = 0.0,
@@ -145,67 +152,77 @@ def _newton_step(g0: Array, lam: Array, vecs: Array, damping: float = 0.0,
     return size, -vecs @ ((vecs.T @ g0) * signed / (size**2 + damping))
 
 
-def _centred(domain: BundleDomain, start: Array, gradient: Gradient, steps: int):
-    """A chart centred near a zero of G: up to ``steps`` trial steps from ``start``, Newton's
-    first and Levenberg-Marquardt's after a trial that leaves the domain or does not lower |G|
-    (the damping then grows 4x; it shrinks 4x after a success); a footpoint move beyond the
-    chart's reach is refused before Exp, which on SPD far out cannot represent its end. Returns the chart and G0, the
-    eigenvalues and eigenvectors of A there (``_linearised``)."""
+def _descend(domain: BundleDomain, start: Array, gradient: Gradient, steps: int) -> tuple[Array, float]:
+    """A state near a zero of G, found by up to ``steps`` trial steps from ``start`` in its
+    chart: Levenberg-Marquardt steps -(J'J + mu)^-1 J' G with the Jacobian J updated by
+    Broyden's rank-one rule after each success (one gradient evaluation per trial instead of
+    2 D + 1), mu = 0 (Newton's step) at first, growing 4x after a trial that leaves the domain
+    or does not lower |G| and shrinking 4x after a success; a footpoint move beyond the chart's
+    reach is refused before Exp, which on SPD far out cannot represent its end. Returns the last
+    success and |G| there."""
     chart = _Chart(domain, start)
-    g0, lam, vecs = _linearised(chart, gradient)
-    damping = 0.0
+    g, jac = _jacobian(chart, gradient)
+    delta, damping = np.zeros(chart.size), 0.0
+    floor = 1e-12 * max(float(np.sum(jac**2)), 1e-300)
     for _ in range(steps):
-        step = _newton_step(g0, lam, vecs, damping)[1][None]
-        better = bool(np.linalg.norm(chart._split(step)[0]) <= chart.reach)  # else it leaves the domain
-        if better:
-            moved = chart.to_state(step)
-            trial = _Chart(domain, moved[0])
-            better = bool(domain.contains(moved)[0]) and bool(np.linalg.norm(
-                trial.gradient(gradient, np.zeros((1, trial.size)))[0]) < np.linalg.norm(g0))
-        if better:
-            chart, damping = trial, damping / 4.0
-            g0, lam, vecs = _linearised(chart, gradient)
+        step = -np.linalg.solve(jac.T @ jac + max(damping, floor) * np.eye(len(g)), jac.T @ g)
+        trial = (delta + step)[None]
+        better = bool(np.linalg.norm(chart._split(trial)[0]) <= chart.reach)  # else it leaves the domain
+        if better and domain.contains(chart.to_state(trial))[0]:
+            g1 = chart.gradient(gradient, trial)[0]
+            better = bool(np.linalg.norm(g1) < np.linalg.norm(g))
         else:
-            damping = max(4.0 * damping, 1e-3 * float(np.max(lam**2)))
-    return chart, g0, lam, vecs
+            better = False
+        if better:
+            jac = jac + np.outer(g1 - g - jac @ step, step) / (step @ step)
+            delta, g, damping = trial[0], g1, damping / 4.0
+        else:
+            damping = max(4.0 * damping, 1e-3 * float(np.max(np.linalg.eigvalsh(jac.T @ jac))))
+    return chart.to_state(delta[None])[0], float(np.linalg.norm(g))
 
 
-#: Trial steps of the local search for the mode nearest the non-private fit (``_centred``), and
+#: Trial steps of the local search for the mode nearest the non-private fit (``_descend``), and
 #: for the modes near the pilot's best uniform draws (``MODE_SEARCH`` of them).
 FIT_STEPS = 3
 SEARCH_STEPS = 20
 MODE_SEARCH = 8
-#: Modes whose estimated mass is below exp(-NEGLIGIBLE) times the largest are left out.
-NEGLIGIBLE = 20.0
+#: A search from a pilot draw has found a mode when |G| / scale is at most MODE_LEVEL there (the
+#: density within e^-1 of its supremum); searches that stall on a plateau of the gradient, or at
+#: the domain's edge, far below it (on the benchmark's SPD(3) law at e^-9 to e^-53), are dropped:
+#: the heaviest member's wide ladder covers them, and each member costs a chart map per proposal.
+MODE_LEVEL = 1.0
 
 
 def independence_proposal(domain: BundleDomain, start: Array, gradient: Gradient, scale: float,
                           candidates: Array = ()) -> "Proposal":
     """The chains' independence proposal: a mixture over the modes found near ``start`` (the
-    non-private fit) and ``candidates`` (states; the pilot's best uniform draws) of the KNG law
-    of the gradient linearised at each mode (``_linearised_law``), in the chart centred there
-    (``_centred``). On a compact space the law has a mode at every zero of G, where the loss
-    has a critical point, and wide ones on its plateaus: on S^2 with every residual clipped the
-    law is symmetric under (p, v) -> (-p, -v), two modes of equal mass, and a proposal centred
-    at the fit alone drew every chain into the fit's mode (the review's antipodal pair). Each
-    mode is weighted by its Laplace mass, exp(-|G0| / scale) / det B with B's eigenvalues
-    floored where the linearised law would outgrow the domain; two modes each within the other's
-    narrowest member's mean radius are the same (the lighter is dropped: a wide plateau law
-    holds a narrow mode's centre, but not the other way round), and modes below
-    exp(-``NEGLIGIBLE``) of the heaviest are left out. The heaviest mode's chart comes first."""
-    found = [_centred(domain, start, gradient, FIT_STEPS)]
-    found += [_centred(domain, c, gradient, SEARCH_STEPS) for c in candidates]
+    non-private fit) and ``candidates`` (states; pilot draws) of the KNG law of the gradient
+    linearised at each mode (``_linearised_law``), in the chart centred there. On a compact
+    space the law has a mode at every zero of G, where the loss has a critical point: on S^2
+    with every residual clipped it is symmetric under (p, v) -> (-p, -v), two modes of equal
+    mass, and a proposal centred at the fit alone drew every chain into the fit's mode (the
+    review's antipodal pair). The fit's search always gives a member; a candidate's only where
+    it reaches ``MODE_LEVEL`` and has not converged to a member's centre already (within a tenth
+    of that member's narrowest mean radius). Members are weighted by their Laplace mass,
+    exp(-|G0| / scale) / det B with B's eigenvalues floored where the law would outgrow the
+    domain; two members each within the other's narrowest mean radius are the same (the lighter
+    is dropped: a wide plateau law holds a narrow mode's centre, but not the other way round).
+    The heaviest member's chart comes first."""
+    searched = [_descend(domain, start, gradient, FIT_STEPS)]
+    searched += [found for found in (_descend(domain, c, gradient, SEARCH_STEPS) for c in candidates)
+                 if found[1] <= MODE_LEVEL * scale]
     laws, log_mass = [], []
-    for chart, g0, lam, vecs in found:
-        law, mass = _linearised_law(chart, g0, lam, vecs, scale)
+    for state, _ in searched:
+        if any(law.holds(state, 0.1 * scale) for law in laws):
+            continue
+        chart = _Chart(domain, state)
+        law, mass = _linearised_law(chart, *_linearised(chart, gradient), scale)
         laws.append(law)
         log_mass.append(mass)
-    order = np.argsort(log_mass)[::-1]
     kept: list[int] = []
-    for j in order:
-        if log_mass[j] < log_mass[order[0]] - NEGLIGIBLE:
-            break
-        if not any(laws[i].holds(laws[j], scale) and laws[j].holds(laws[i], scale) for i in kept):
+    for j in np.argsort(log_mass)[::-1]:
+        if not any(laws[i].holds(laws[j].state, scale) and laws[j].holds(laws[i].state, scale)
+                   for i in kept):
             kept.append(j)
     return Proposal([laws[j] for j in kept], np.array([log_mass[j] for j in kept]))
 
@@ -222,11 +239,15 @@ class _Law:
         log_det = float(np.sum(np.log(size)))
         self.log_q = lambda delta: log_q(delta) + log_det  # a density in delta, up to a constant shared by all members
 
-    def holds(self, other: _Law, scale: float) -> bool:
-        """Whether another law's chart centre lies within this law's narrowest member's mean
-        radius, |B (delta - centre)| <= D scale."""
-        state = np.stack([other.chart.p0, other.chart.v0])[None]
-        delta = self.chart.from_state(state)[0][0]
+    @property
+    def state(self) -> Array:
+        """The chart's centre (p0, v0)."""
+        return np.stack([self.chart.p0, self.chart.v0])
+
+    def holds(self, state: Array, scale: float) -> bool:
+        """Whether a state lies within the mean radius D scale of this law at ``scale``,
+        |B (delta - centre)| <= D scale."""
+        delta = self.chart.from_state(state[None])[0][0]
         return bool(np.linalg.norm(self.b @ (delta - self.centre)) <= len(delta) * scale)
 
 
@@ -266,8 +287,9 @@ class Proposal:
         return self.laws[0].chart
 
     def draw(self, k: int, rng: np.random.Generator) -> tuple[Array, Array]:
-        """k states and their log density; draws beyond their chart (|a| >= inj) are not mapped
-        (density -inf: rejected)."""
+        """k states and their log density; draws beyond their chart (|a| >= inj) or its reach
+        (outside the domain; on SPD far out Exp could not represent them) are not mapped
+        (density -inf: rejected; the density at states of the domain is unchanged)."""
         which = (np.zeros(k, dtype=int) if len(self.laws) == 1 else
                  rng.choice(len(self.laws), size=k, p=np.exp(self.log_weights)))
         states = np.empty((k, 2) + self.chart.m.point_shape)
@@ -275,7 +297,8 @@ class Proposal:
         for j, law in enumerate(self.laws):
             rows = which == j
             delta = law.draw(int(rows.sum()), rng)
-            far[rows] = ~law.chart.in_chart(law.chart._split(delta)[0])
+            a = law.chart._split(delta)[0]
+            far[rows] = ~(law.chart.in_chart(a) & (np.linalg.norm(a, axis=1) <= law.chart.reach))
             delta[far[rows]] = 0.0
             states[rows] = law.chart.to_state(delta)
         return states, np.where(far, -np.inf, self.log_density(states))

@@ -483,7 +483,9 @@ class _ChartChains(_Chains):
         fresh, log_j_fresh = self.chart.from_state(states)
         log_q = (self.proposal.log_density(self.chart.to_state(delta))
                  + self.chart.log_volume(self.chart._split(delta)[0]))
-        return fresh, log_q - log_q_fresh - log_j_fresh
+        with np.errstate(invalid="ignore"):  # a draw not mapped (density -inf) is rejected
+            return fresh, np.where(np.isfinite(log_q_fresh), log_q - log_q_fresh - log_j_fresh,
+                                   -np.inf)
 
     def from_states(self, states: Array) -> Array:
         return self.chart.from_state(states)[0]

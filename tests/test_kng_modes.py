@@ -214,3 +214,22 @@ def test_chains_started_at_exact_draws_keep_the_law(monkeypatch, problem):
     ("H^2", "Hastings factor dropped"), ("H^2", "unmapped draws accepted")])
 def test_the_exact_start_test_catches_a_wrong_kernel(monkeypatch, problem, twin):
     assert _exact_start_pvalue(monkeypatch, problem, twin) < ALPHA
+
+
+def test_the_chart_stops_short_of_the_cut_locus():
+    """On SO(4) Log and transport refuse a rotation by pi, and rounding puts Exp_p0(a) there
+    within about 1.5e-8 of pi: the chart ends CUT_MARGIN short of it, so no proposal is mapped
+    there, and a chain's state on it has proposal density 0 (log volume +inf) instead of
+    raising (the review's SO(n >= 4) crash)."""
+    from geodp.manifolds import SpecialOrthogonal
+    from geodp.mechanisms.kng_proposal import _Chart
+
+    m, eye = SpecialOrthogonal(4), np.eye(4)
+    chart = _Chart(BundleDomain(m, eye, None, 1.0), np.stack([eye, np.zeros((4, 4))]))
+    turn = np.zeros((4, 4))
+    turn[0, 1], turn[1, 0] = 1.0, -1.0
+    unit = m.to_coords(eye, turn)
+    assert chart.in_chart((np.pi - 1e-5) * unit[None]) and not chart.in_chart((np.pi - 1e-8) * unit[None])
+    states = np.stack([np.stack([m.exp(eye, np.pi * turn), np.zeros((4, 4))]), np.stack([eye, turn])])
+    delta, log_j = chart.from_state(states)
+    assert log_j[0] == np.inf and np.all(delta[0] == 0.0) and log_j[1] == 0.0

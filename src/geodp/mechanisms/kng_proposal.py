@@ -78,9 +78,10 @@ class _Chart:
         return np.where(self.in_chart(a) & np.isfinite(log_j), log_j, np.inf)
 
     def in_chart(self, a: Array) -> Array:
-        """Whether footpoint coordinates lie in the chart: |a| < inj, on which Exp_p0 is a
-        diffeomorphism (so a compact space is covered but for its cut locus)."""
-        return np.linalg.norm(a, axis=1) < self.m.injectivity_radius
+        """Whether footpoint coordinates lie in the chart: |a| < inj (1 - ``CUT_MARGIN``), on
+        which Exp_p0 is a diffeomorphism (so a compact space is covered but for a neighbourhood
+        of its cut locus)."""
+        return np.linalg.norm(a, axis=1) < self.m.injectivity_radius * (1.0 - CUT_MARGIN)
 
     def from_state(self, state: Array) -> tuple[Array, Array]:
         """Coordinates of each state, and the log volume density there (``log_volume``); where
@@ -88,13 +89,16 @@ class _Chart:
         m = self.m
         p, v = state[:, 0], state[:, 1]
         with np.errstate(divide="ignore", invalid="ignore"):  # at the cut locus: masked below
-            log_p = m.log(self.p0, p)
+            log_p = m.log_or_nan(self.p0, p)
+            cut = ~np.all(np.isfinite(log_p.reshape(len(p), -1)), axis=1)
+            p = np.where(cut.reshape((-1,) + (1,) * len(m.point_shape)), self.p0, p)  # SO(n) raises
             a = m.to_coords(self.p0, log_p)
             b = m.to_coords(self.p0, m.transport(p, self.p0, v)) - m.to_coords(self.p0, self.v0)
         delta = np.concatenate([(a, b)[part] for part in self.parts], axis=1)
         ok = np.all(np.isfinite(delta), axis=1)
         delta[~ok] = 0.0
-        return delta, np.where(ok, self.log_volume(np.where(ok[:, None], a, 0.0), log_p), np.inf)
+        xi = np.where(ok.reshape((-1,) + (1,) * len(m.point_shape)), log_p, 0.0)
+        return delta, np.where(ok, self.log_volume(np.where(ok[:, None], a, 0.0), xi), np.inf)
 
     @cached_property
     def reach(self) -> float:
@@ -167,7 +171,8 @@ def _descend(domain: BundleDomain, start: Array, gradient: Gradient, steps: int)
     for _ in range(steps):
         step = -np.linalg.solve(jac.T @ jac + max(damping, floor) * np.eye(len(g)), jac.T @ g)
         trial = (delta + step)[None]
-        better = bool(np.linalg.norm(chart._split(trial)[0]) <= chart.reach)  # else it leaves the domain
+        a = chart._split(trial)[0]  # beyond the reach it leaves the domain
+        better = bool(chart.in_chart(a)[0] and np.linalg.norm(a) <= chart.reach)
         if better and domain.contains(chart.to_state(trial))[0]:
             g1 = chart.gradient(gradient, trial)[0]
             better = bool(np.linalg.norm(g1) < np.linalg.norm(g))
@@ -179,6 +184,12 @@ def _descend(domain: BundleDomain, start: Array, gradient: Gradient, steps: int)
         else:
             damping = max(4.0 * damping, 1e-3 * float(np.max(np.linalg.eigvalsh(jac.T @ jac))))
     return chart.to_state(delta[None])[0], float(np.linalg.norm(g))
+
+
+#: The chart stops this fraction of the injectivity radius short of the cut locus, where
+#: rounding can put Exp_p0(a) on it (SO(n)'s Log refuses rotations whose cosine rounds to -1,
+#: within about 1.5e-8 of pi; Log and transport are then not defined).
+CUT_MARGIN = 1e-6
 
 
 #: Trial steps of the local search for the mode nearest the non-private fit (``_descend``), and

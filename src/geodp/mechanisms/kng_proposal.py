@@ -161,14 +161,17 @@ def _descend(domain: BundleDomain, start: Array, gradient: Gradient, steps: int)
     chart: Levenberg-Marquardt steps -(J'J + mu)^-1 J' G with the Jacobian J updated by
     Broyden's rank-one rule after each success (one gradient evaluation per trial instead of
     2 D + 1), mu = 0 (Newton's step) at first, growing 4x after a trial that leaves the domain
-    or does not lower |G| and shrinking 4x after a success; a footpoint move beyond the chart's
+    or does not lower |G| and shrinking 4x after a success, stopping after ``STALLED`` failures
+    in a row (the damped steps then shrink 64x, to where Broyden's J is no guide); a footpoint move beyond the chart's
     reach is refused before Exp, which on SPD far out cannot represent its end. Returns the last
     success and |G| there."""
     chart = _Chart(domain, start)
     g, jac = _jacobian(chart, gradient)
-    delta, damping = np.zeros(chart.size), 0.0
+    delta, damping, failed = np.zeros(chart.size), 0.0, 0
     floor = 1e-12 * max(float(np.sum(jac**2)), 1e-300)
     for _ in range(steps):
+        if failed == STALLED:
+            break
         step = -np.linalg.solve(jac.T @ jac + max(damping, floor) * np.eye(len(g)), jac.T @ g)
         trial = (delta + step)[None]
         a = chart._split(trial)[0]  # beyond the reach it leaves the domain
@@ -180,9 +183,10 @@ def _descend(domain: BundleDomain, start: Array, gradient: Gradient, steps: int)
             better = False
         if better:
             jac = jac + np.outer(g1 - g - jac @ step, step) / (step @ step)
-            delta, g, damping = trial[0], g1, damping / 4.0
+            delta, g, damping, failed = trial[0], g1, damping / 4.0, 0
         else:
             damping = max(4.0 * damping, 1e-3 * float(np.max(np.linalg.eigvalsh(jac.T @ jac))))
+            failed += 1
     return chart.to_state(delta[None])[0], float(np.linalg.norm(g))
 
 
@@ -197,6 +201,7 @@ CUT_MARGIN = 1e-6
 FIT_STEPS = 3
 SEARCH_STEPS = 20
 MODE_SEARCH = 8
+STALLED = 3
 #: A search from a pilot draw has found a mode when |G| / scale is at most MODE_LEVEL there (the
 #: density within e^-1 of its supremum); searches that stall on a plateau of the gradient, or at
 #: the domain's edge, far below it (on the benchmark's SPD(3) law at e^-9 to e^-53), are dropped:

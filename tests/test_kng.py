@@ -311,6 +311,25 @@ def test_unmixed_chains_without_exact_fallback_run_on_until_they_mix(monkeypatch
     assert f"run on to {steps} steps, the first {info.mcmc.burn_in} discarded" in info.notes[-1]
 
 
+def test_the_mixing_warning_does_not_depend_on_the_data(monkeypatch):
+    """Unmixed chains warn with the same text whether the pilot accepts above or below the exact
+    fallback's threshold (an advice chosen by the pilot's rate told which, a statistic of the
+    data)."""
+    import geodp.mechanisms.kng as kng
+
+    monkeypatch.setattr(kng, "FALLBACK_ACCEPTANCE", 0.03)
+    domain, gradient, start = _circle_problem()
+    texts, rates = set(), []
+    for scale in (0.08, 0.02):  # pilot acceptance about 0.04 and below 0.03
+        with pytest.warns(kng.MixingWarning) as caught:
+            _, info = sample_bundle(domain, gradient, start, scale, np.random.default_rng(2), size=2,
+                                    burn_in=4, trace_length=8, min_acceptance=2.0, max_steps=12,
+                                    exact_fallback=False, allow_approximate=True)
+        texts |= {str(w.message) for w in caught if w.category is kng.MixingWarning}
+        rates.append(float(info.notes[0].split()[-3]))
+    assert rates[0] >= 0.03 > rates[1] and len(texts) == 1
+
+
 def test_exact_only_and_max_steps_refuse_what_they_cannot_do():
     domain, gradient, start = _circle_problem()
     with pytest.raises(ValueError, match="accept about .* below 2"):

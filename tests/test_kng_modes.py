@@ -233,3 +233,12 @@ def test_the_chart_stops_short_of_the_cut_locus():
     states = np.stack([np.stack([m.exp(eye, np.pi * turn), np.zeros((4, 4))]), np.stack([eye, turn])])
     delta, log_j = chart.from_state(states)
     assert log_j[0] == np.inf and np.all(delta[0] == 0.0) and log_j[1] == 0.0
+
+
+def test_a_mode_does_not_hold_its_mirror_image():
+    """The mirrored law's modes lie at each other's cut locus, where a chart maps nothing: one
+    mode's law must not count the other as its own (two members, not one)."""
+    domain, gradient, fit, scale = _mirrored()
+    chart = kng_proposal._Chart(domain, fit)
+    law = kng_proposal._linearised_law(chart, *kng_proposal._linearised(chart, gradient), scale)[0]
+    assert law.holds(fit, scale) and not law.holds(-fit, scale)

@@ -360,14 +360,15 @@ def sample_bundle(domain: BundleDomain, gradient: Gradient, start: Array, scale:
         return exact(rate, [f"the Metropolis-Hastings chains did not mix (split R-hat "
                             f"{diag.r_hat:.3g}): drawn exactly instead"])
     if not diag.r_hat <= R_HAT_LIMIT:
-        advice = ("the exact fallback" if rate >= FALLBACK_ACCEPTANCE else
-                  f"a narrower public domain (v_max, radius), on which exact uniform proposals "
-                  f"reach {FALLBACK_ACCEPTANCE:g}")
-        warnings.warn(f"the K-norm gradient chains have not mixed after {steps} steps (split R-hat "
-                      f"above {R_HAT_LIMIT}; its value, the ESS and the pilot's acceptance, "
-                      f"statistics of the data, are in the release's diagnostics): the draw is not "
-                      f"yet from the mechanism's law, so the stated guarantee is not backed; raise "
-                      f"max_steps, or use {advice}", MixingWarning, stacklevel=3)
+        advice = ("" if exact_fallback else "the exact fallback (where uniform proposals accept "
+                  f"at least {FALLBACK_ACCEPTANCE:g}), or ")  # public: not the pilot's rate
+        warnings.warn(f"the K-norm gradient chains have not mixed after max_steps = {max_steps} "
+                      f"steps (split R-hat above {R_HAT_LIMIT}; its value, the ESS and the pilot's "
+                      f"acceptance, statistics of the data, are in the release's diagnostics): the "
+                      f"draw is not yet from the mechanism's law, so the stated guarantee is not "
+                      f"backed; raise max_steps, or use {advice}a narrower public domain (v_max, "
+                      f"radius), on which exact uniform proposals reach {FALLBACK_ACCEPTANCE:g}",
+                      MixingWarning, stacklevel=3)
     else:
         warn_unless_converged(diag, "the K-norm gradient chains", stacklevel=3)
     diag.start = starts

@@ -263,8 +263,9 @@ class _Law:
     def holds(self, state: Array, scale: float) -> bool:
         """Whether a state lies within the mean radius D scale of this law at ``scale``,
         |B (delta - centre)| <= D scale."""
-        delta = self.chart.from_state(state[None])[0][0]
-        return bool(np.linalg.norm(self.b @ (delta - self.centre)) <= len(delta) * scale)
+        delta, log_j = self.chart.from_state(state[None])
+        return bool(np.isfinite(log_j[0])  # not on the cut locus (antipodal modes are two)
+                    and np.linalg.norm(self.b @ (delta[0] - self.centre)) <= len(delta[0]) * scale)
 
 
 def _linearised_law(chart: _Chart, g0: Array, lam: Array, vecs: Array,

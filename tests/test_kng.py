@@ -280,7 +280,7 @@ def test_unmixed_chains_give_way_to_the_exact_sampler(monkeypatch):
                                 max_steps=12, exact_fallback=False)
     assert not info.exact
     monkeypatch.setattr(kng, "FALLBACK_ACCEPTANCE", 2.0)
-    with pytest.warns(kng.MixingWarning, match="not mixed after 50 steps"):
+    with pytest.warns(kng.MixingWarning, match="not mixed after max_steps = 50 steps"):
         _, info = sample_bundle(domain, gradient, start, 0.08, np.random.default_rng(1), **run,
                                 max_steps=50)
     assert not info.exact and (info.mcmc.burn_in, info.mcmc.trace_length) == (25, 25)
@@ -527,7 +527,7 @@ def test_running_on_keeps_the_last_half_of_all_steps(monkeypatch):
 
     monkeypatch.setattr(kng, "run_chains", labelled)
     domain, gradient, start = _circle_problem()
-    with pytest.warns(kng.MixingWarning, match="not mixed after 50 steps"):
+    with pytest.warns(kng.MixingWarning, match="not mixed after max_steps = 50 steps"):
         _, info = sample_bundle(domain, gradient, start, 0.08, np.random.default_rng(1), size=2,
                                 burn_in=4, trace_length=8, min_acceptance=2.0, max_steps=50,
                                 allow_approximate=True)

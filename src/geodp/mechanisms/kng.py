@@ -425,19 +425,16 @@ class _Chains:
 
     @property
     def coordinates(self) -> Callable[[Array], Array] | None:
-        """Further R-hat summaries where the proposal has several modes: the footpoint's distance
-        to each. Chains split between two modes of equal density, which log pi cannot tell
-        apart, differ in them. With one mode, none: R-hat on every chart coordinate, or on the
-        distance to the mode, flags the noise of 100 kept steps too, and on the benchmark's
-        SPD(3) law held the chains 3-5x longer (675-1518 steps instead of 200-450)."""
+        """Further R-hat summaries where the proposal has several modes: each state's K-norm
+        radius in each mode's chart (``Proposal.radii``; footpoint distances would miss modes
+        that differ in v alone, as in the sequential release's second draw). Chains split
+        between two modes of equal density, which log pi cannot tell apart, differ in them. With
+        one mode, none: R-hat on every chart coordinate, or on the distance to the mode, flags
+        the noise of 100 kept steps too, and on the benchmark's SPD(3) law held the chains 3-5x
+        longer (675-1518 steps instead of 200-450)."""
         if len(self.proposal.laws) == 1:
             return None
-        m = self.proposal.chart.m
-
-        def distances(x: Array) -> Array:
-            p = self.states(x)[:, 0]
-            return np.stack([m.dist(law.chart.p0, p) for law in self.proposal.laws], axis=1)
-        return distances
+        return lambda x: self.proposal.radii(self.states(x))
 
     def propose(self, x: Array, step: float, rng: np.random.Generator):
         y, log_h = self._walk(x, step, rng)

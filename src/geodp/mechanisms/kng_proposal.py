@@ -139,8 +139,12 @@ def _jacobian(chart: _Chart, gradient: Gradient) -> tuple[Array, Array]:
 
 def _linearised(chart: _Chart, gradient: Gradient) -> tuple[Array, Array, Array]:
     """G(delta) ~ G0 + A delta in the chart: G0, the symmetrised central-difference Jacobian A's
-    eigenvalues and eigenvectors."""
-    g0, jac = _jacobian(chart, gradient)
+    eigenvalues and eigenvectors; where G overflows, G0 = 0 and A = 0 (whose law, floored by
+    ``_linearised_law``, spans the domain)."""
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is the answer below
+        g0, jac = _jacobian(chart, gradient)
+    if not (np.all(np.isfinite(g0)) and np.all(np.isfinite(jac))):  # overflow: the widest law
+        return np.zeros_like(g0), np.zeros(len(g0)), np.eye(len(g0))
     lam, vecs = np.linalg.eigh(0.5 * (jac + jac.T))
     return g0, lam, vecs
 
@@ -166,7 +170,10 @@ def _descend(domain: BundleDomain, start: Array, gradient: Gradient, steps: int)
     reach is refused before Exp, which on SPD far out cannot represent its end. Returns the last
     success and |G| there."""
     chart = _Chart(domain, start)
-    g, jac = _jacobian(chart, gradient)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is the answer below
+        g, jac = _jacobian(chart, gradient)
+    if not (np.all(np.isfinite(g)) and np.all(np.isfinite(jac))):  # overflow far out (H^2)
+        return np.asarray(start, dtype=float), np.inf
     delta, damping, failed = np.zeros(chart.size), 0.0, 0
     floor = 1e-12 * max(float(np.sum(jac**2)), 1e-300)
     for _ in range(steps):
@@ -318,7 +325,18 @@ class Proposal:
             far[rows] = ~(law.chart.in_chart(a) & (np.linalg.norm(a, axis=1) <= law.chart.reach))
             delta[far[rows]] = 0.0
             states[rows] = law.chart.to_state(delta)
-        return states, np.where(far, -np.inf, self.log_density(states))
+        if len(self.laws) == 1:  # the density in the draws' own coordinates: no chart map back
+            law = self.laws[0]
+            log_q = law.log_q(delta) - law.chart.log_volume(law.chart._split(delta)[0])
+        else:
+            log_q = self.log_density(states)
+        return states, np.where(far, -np.inf, log_q)
+
+    def radii(self, states: Array) -> Array:
+        """|B_j (delta_j - centre_j)| of each state in each member's chart, (k, members): small
+        in a member's own mode, large in another's, whichever parts of the state move."""
+        return np.stack([np.linalg.norm((law.chart.from_state(states)[0] - law.centre) @ law.b,
+                                        axis=1) for law in self.laws], axis=1)
 
     def log_density(self, states: Array) -> Array:
         each = []

@@ -141,8 +141,9 @@ def plan_ball(manifold: Manifold, points: Array, epsilon: float, center: Array, 
               max_condition: float | None = None) -> BallPlan:
     """Every refusal of ``private_ball``, before any reservation or draw: its public parameters,
     then the records against a condition cap ``max_condition`` (``enforce_condition``) and the
-    public ball (``enforce_ball``): refused, or capped and clipped with ``clip_data``. The routes that release a ball and then a statistic in it call this first,
-    so that no refusal comes after their single reservation."""
+    public ball (``enforce_ball``): refused, or capped and clipped with ``clip_data``. The routes
+    that release a ball and then a statistic in it call this first, so that no refusal comes
+    after their single reservation."""
     epsilon = check_positive("epsilon", epsilon)
     if not 0 < quantile < 1:
         raise ValueError(f"quantile must lie in (0, 1), got {quantile}")

@@ -36,6 +36,10 @@ WIDTHS = (1.0, 1.5, 2.25, 3.375)
 DEFENSIVE = 0.05
 LADDER = 4.0
 MAX_RUNGS = 12
+#: The chart stops this fraction of the injectivity radius short of the cut locus, where
+#: rounding can put Exp_p0(a) on it (SO(n)'s Log refuses rotations whose cosine rounds to -1,
+#: within about 1.5e-8 of pi; Log and transport are then not defined).
+CUT_MARGIN = 1e-6
 
 
 Gradient = Callable[[Array, Array], tuple[Array, Array]]
@@ -83,6 +87,12 @@ class _Chart:
         of its cut locus)."""
         return np.linalg.norm(a, axis=1) < self.m.injectivity_radius * (1.0 - CUT_MARGIN)
 
+    def maps(self, a: Array) -> Array:
+        """Whether footpoint coordinates are mapped to a state that may lie in the domain: in
+        the chart and within its ``reach`` (beyond it, on SPD far out, Exp could not even
+        represent the state)."""
+        return self.in_chart(a) & (np.linalg.norm(a, axis=1) <= self.reach)
+
     def from_state(self, state: Array) -> tuple[Array, Array]:
         """Coordinates of each state, and the log volume density there (``log_volume``); where
         Log or the transport to p0 is not defined (the cut locus), coordinates 0 and +inf."""
@@ -127,37 +137,35 @@ class _Chart:
         return np.concatenate(back, axis=1)
 
 
-def _jacobian(chart: _Chart, gradient: Gradient) -> tuple[Array, Array]:
+def _jacobian(chart: _Chart, gradient: Gradient) -> tuple[Array, Array] | None:
     """G0 and the central-difference Jacobian of G(delta) at delta = 0 in the chart (columns
-    d G / d delta_j): 2 D + 1 gradient evaluations."""
+    d G / d delta_j): 2 D + 1 gradient evaluations; None where G overflows (far out on H^2)."""
     d = chart.size
     h = 1e-6 * max(1.0, float(np.linalg.norm(chart.v0)))
     eye = np.eye(d)
-    cols = (chart.gradient(gradient, h * eye) - chart.gradient(gradient, -h * eye)) / (2 * h)
-    return chart.gradient(gradient, np.zeros((1, d)))[0], cols.T
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is the answer below
+        cols = (chart.gradient(gradient, h * eye) - chart.gradient(gradient, -h * eye)) / (2 * h)
+        g0 = chart.gradient(gradient, np.zeros((1, d)))[0]
+    return (g0, cols.T) if np.all(np.isfinite(g0)) and np.all(np.isfinite(cols)) else None
 
 
 def _linearised(chart: _Chart, gradient: Gradient) -> tuple[Array, Array, Array]:
     """G(delta) ~ G0 + A delta in the chart: G0, the symmetrised central-difference Jacobian A's
     eigenvalues and eigenvectors; where G overflows, G0 = 0 and A = 0 (whose law, floored by
     ``_linearised_law``, spans the domain)."""
-    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is the answer below
-        g0, jac = _jacobian(chart, gradient)
-    if not (np.all(np.isfinite(g0)) and np.all(np.isfinite(jac))):  # overflow: the widest law
-        return np.zeros_like(g0), np.zeros(len(g0)), np.eye(len(g0))
+    found = _jacobian(chart, gradient)
+    if found is None:
+        return np.zeros(chart.size), np.zeros(chart.size), np.eye(chart.size)
+    g0, jac = found
     lam, vecs = np.linalg.eigh(0.5 * (jac + jac.T))
     return g0, lam, vecs
 
 
-def _newton_step(g0: Array, lam: Array, vecs: Array, damping: float = 0.0,
-                 floor: float = 0.0) -> tuple[Array, Array]:
+def _newton_step(g0: Array, lam: Array, vecs: Array, floor: float) -> tuple[Array, Array]:
     """|eigenvalues| of A, floored at 1e-6 of the largest and at ``floor``, and
-    delta* = -A^-1 G0 with them; with ``damping`` mu > 0 the Levenberg-Marquardt step
-    -A (A^2 + mu)^-1 G0 instead (shorter, and turning towards steepest descent of |G|^2 as mu
-    grows)."""
+    delta* = -A^-1 G0 with them."""
     size = np.maximum(np.abs(lam), max(1e-6 * np.max(np.abs(lam), initial=1e-300), floor))
-    signed = np.where(lam < 0, -1.0, 1.0) * size
-    return size, -vecs @ ((vecs.T @ g0) * signed / (size**2 + damping))
+    return size, -vecs @ ((vecs.T @ g0) / (np.where(lam < 0, -1.0, 1.0) * size))
 
 
 def _descend(domain: BundleDomain, start: Array, gradient: Gradient, steps: int) -> tuple[Array, float]:
@@ -166,14 +174,14 @@ def _descend(domain: BundleDomain, start: Array, gradient: Gradient, steps: int)
     Broyden's rank-one rule after each success (one gradient evaluation per trial instead of
     2 D + 1), mu = 0 (Newton's step) at first, growing 4x after a trial that leaves the domain
     or does not lower |G| and shrinking 4x after a success, stopping after ``STALLED`` failures
-    in a row (the damped steps then shrink 64x, to where Broyden's J is no guide); a footpoint move beyond the chart's
-    reach is refused before Exp, which on SPD far out cannot represent its end. Returns the last
-    success and |G| there."""
+    in a row (the damped steps then shrink 64x, to where Broyden's J is no guide); a footpoint
+    move the chart does not map (``_Chart.maps``) is refused before Exp. Returns the last
+    success and |G| there; ``start`` and inf where G overflows."""
     chart = _Chart(domain, start)
-    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is the answer below
-        g, jac = _jacobian(chart, gradient)
-    if not (np.all(np.isfinite(g)) and np.all(np.isfinite(jac))):  # overflow far out (H^2)
+    found = _jacobian(chart, gradient)
+    if found is None:
         return np.asarray(start, dtype=float), np.inf
+    g, jac = found
     delta, damping, failed = np.zeros(chart.size), 0.0, 0
     floor = 1e-12 * max(float(np.sum(jac**2)), 1e-300)
     for _ in range(steps):
@@ -181,9 +189,7 @@ def _descend(domain: BundleDomain, start: Array, gradient: Gradient, steps: int)
             break
         step = -np.linalg.solve(jac.T @ jac + max(damping, floor) * np.eye(len(g)), jac.T @ g)
         trial = (delta + step)[None]
-        a = chart._split(trial)[0]  # beyond the reach it leaves the domain
-        better = bool(chart.in_chart(a)[0] and np.linalg.norm(a) <= chart.reach)
-        if better and domain.contains(chart.to_state(trial))[0]:
+        if chart.maps(chart._split(trial)[0])[0] and domain.contains(chart.to_state(trial))[0]:
             g1 = chart.gradient(gradient, trial)[0]
             better = bool(np.linalg.norm(g1) < np.linalg.norm(g))
         else:
@@ -195,12 +201,6 @@ def _descend(domain: BundleDomain, start: Array, gradient: Gradient, steps: int)
             damping = max(4.0 * damping, 1e-3 * float(np.max(np.linalg.eigvalsh(jac.T @ jac))))
             failed += 1
     return chart.to_state(delta[None])[0], float(np.linalg.norm(g))
-
-
-#: The chart stops this fraction of the injectivity radius short of the cut locus, where
-#: rounding can put Exp_p0(a) on it (SO(n)'s Log refuses rotations whose cosine rounds to -1,
-#: within about 1.5e-8 of pi; Log and transport are then not defined).
-CUT_MARGIN = 1e-6
 
 
 #: Trial steps of the local search for the mode nearest the non-private fit (``_descend``), and
@@ -260,7 +260,8 @@ class _Law:
         self.draw, log_q = _knorm_mixture(centre, self.b, (vecs / size) @ vecs.T, scale,
                                           chart.balls())
         log_det = float(np.sum(np.log(size)))
-        self.log_q = lambda delta: log_q(delta) + log_det  # a density in delta, up to a constant shared by all members
+        # a density in delta, up to a constant that all members share
+        self.log_q = lambda delta: log_q(delta) + log_det
 
     @property
     def state(self) -> Array:
@@ -292,7 +293,7 @@ def _linearised_law(chart: _Chart, g0: Array, lam: Array, vecs: Array,
     where the law's mean radius spans the domain (on a plateau where every residual is clipped
     A can vanish: on S^1 exactly)."""
     diameter = np.sqrt(sum((2.0 * radius) ** 2 for _, _, radius in chart.balls()))
-    size, centre = _newton_step(g0, lam, vecs, floor=len(g0) * scale / diameter)
+    size, centre = _newton_step(g0, lam, vecs, len(g0) * scale / diameter)
     return (_Law(chart, centre, size, vecs, scale),
             float(-np.linalg.norm(g0) / scale - np.sum(np.log(size))))
 
@@ -321,14 +322,12 @@ class Proposal:
         for j, law in enumerate(self.laws):
             rows = which == j
             delta = law.draw(int(rows.sum()), rng)
-            a = law.chart._split(delta)[0]
-            far[rows] = ~(law.chart.in_chart(a) & (np.linalg.norm(a, axis=1) <= law.chart.reach))
+            far[rows] = ~law.chart.maps(law.chart._split(delta)[0])
             delta[far[rows]] = 0.0
             states[rows] = law.chart.to_state(delta)
-        if len(self.laws) == 1:  # the density in the draws' own coordinates: no chart map back
-            law = self.laws[0]
-            log_q = law.log_q(delta) - law.chart.log_volume(law.chart._split(delta)[0])
-        else:
+            if len(self.laws) == 1:  # the density in the draws' own coordinates: no map back
+                log_q = law.log_q(delta) - law.chart.log_volume(law.chart._split(delta)[0])
+        if len(self.laws) > 1:
             log_q = self.log_density(states)
         return states, np.where(far, -np.inf, log_q)
 

@@ -75,6 +75,10 @@ EIGENVALUE_RANGE = (2.0**-500, 2.0**500)
 #: refuses scales whose draws exceed log condition 32 with chance above 1e-12
 #: (``spd_laplace.representable_log_condition``), and every log-eigenvalue moves at most that.
 NOISE_SPREAD = 32.0
+#: Largest relative rounding of tangent norms (``Manifold.norm_rounding``) a public ball may
+#: carry: the sensitivities and the K-norm gradient's norms computed on it then hold to 1e-8
+#: relative (the hyperboloid: within 9.5 R of its origin, where ``check_point`` does not warn).
+MAX_NORM_ROUNDING = 1e-8
 
 
 def check_representable(manifold: Manifold, center: Array, radius: float, *,
@@ -89,7 +93,11 @@ def check_representable(manifold: Manifold, center: Array, radius: float, *,
     of every point within ``reach`` (default: the radius) + ``NOISE_SPREAD`` of the center must
     also lie in ``EIGENVALUE_RANGE``: a subnormal center (1e-315 I) has no relative precision for
     the certified mean's rounding bound, and around a center near 1e307 the Laplace draws
-    overflow though their condition is representable. (Intermediate matrices between two points
+    overflow though their condition is representable. On models whose precision degrades away
+    from an origin (``norm_rounding``: the hyperboloid) tangent norms at every point within
+    ``reach`` of the center must hold to ``MAX_NORM_ROUNDING``: beyond about 15 R from the
+    hyperboloid's origin a unit vector's computed norm is off by more than 1, so the domain's
+    membership and the gradients' norms, hence the mechanisms' laws, would be garbage. (Intermediate matrices between two points
     of the ball, such as X^-1/2 Y X^-1/2, are relative: their eigenvalues are e^(+-2 radius)
     whatever the units, which the probes cover.) A caller whose later balls lie within ``reach``
     of the center (a released ball inside this one) passes that reach, so the later checks pass
@@ -103,6 +111,16 @@ def check_representable(manifold: Manifold, center: Array, radius: float, *,
         raise ValueError(f"radius {radius:g} reaches beyond what double precision represents on "
                          f"{manifold!r} (points at that distance, or at twice it, overflow); "
                          f"choose a smaller radius")
+    if has(manifold, "norm_rounding") and not (manifold.norm_rounding(center, extent)
+                                                <= MAX_NORM_ROUNDING):
+        raise ValueError(
+            f"the public ball (radius {radius:g}{'' if reach is None else f', reach {reach:g}'}) "
+            f"reaches points of {manifold!r} where double precision resolves tangent norms, "
+            f"hence distances, sensitivities and gradient norms, only to "
+            f"{manifold.norm_rounding(center, extent):.2g} relative, above the "
+            f"{MAX_NORM_ROUNDING:g} a release allows; around this center they hold to it within "
+            f"{_resolved_extent(manifold, center):.4g}: choose a smaller radius, or a center "
+            f"nearer the model's origin")
     if has(manifold, "eigenvalue_range"):
         lo, hi = manifold.eigenvalue_range(center, extent + NOISE_SPREAD)
         if not (lo >= EIGENVALUE_RANGE[0] and hi <= EIGENVALUE_RANGE[1]):
@@ -114,6 +132,18 @@ def check_representable(manifold: Manifold, center: Array, radius: float, *,
                 f"{NOISE_SPREAD:g} further), whose eigenvalues leave [2^-500, 2^500], where double "
                 f"precision keeps their products' relative precision; rescale the data (a change "
                 f"of units) or choose a smaller radius")
+
+
+def _resolved_extent(manifold: Manifold, center: Array) -> float:
+    """The largest r (to 1e-6) with ``norm_rounding(center, r)`` <= ``MAX_NORM_ROUNDING``
+    (0 where the center itself is beyond it), by bisection: the estimate grows with r."""
+    lo, hi = 0.0, 1.0
+    while manifold.norm_rounding(center, hi) <= MAX_NORM_ROUNDING:
+        lo, hi = hi, 2.0 * hi
+    while hi - lo > 1e-6 * max(hi, 1.0):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if manifold.norm_rounding(center, mid) <= MAX_NORM_ROUNDING else (lo, mid)
+    return lo
 
 
 def into_ball(manifold: Manifold, points: Array, center: Array, radius: float,

@@ -199,7 +199,8 @@ class Manifold(ABC):
     optional capability (``@optional``: ``log`` and ``dist``, ``transport``, ``exp_adjoints``,
     ``volume_density``, ``curvature_bounds``, ``injectivity_radius``, ``egrad_to_rgrad``,
     ``radial_volume``, ``eigen_laplace_size``, ``diameter``, ``before_cut_locus``,
-    ``condition_numbers``, ``cap_condition``, ``capped_gradient_rounding``): a manifold
+    ``eigenvalue_range``, ``norm_rounding``, ``condition_numbers``, ``cap_condition``,
+    ``capped_gradient_rounding``): a manifold
     without it raises ``MissingCapability`` naming itself and the method, and ``capabilities.has``
     says so up front.
     ``tolerance`` is the distance from the manifold (in the ambient representation) that
@@ -321,6 +322,13 @@ class Manifold(ABC):
         """Bounds (lo, hi) on the eigenvalues of every point of B_radius(center), on manifolds of
         matrices whose magnitudes double precision must hold (SPD): a public ball is refused
         where they leave ``data_ball.EIGENVALUE_RANGE``."""
+
+    @optional
+    def norm_rounding(self, center: Array, radius: float) -> float:
+        """An estimate of the relative rounding error of tangent norms (and so of distances and
+        gradient norms) computed at the points of B_radius(center), on models whose precision
+        degrades away from an origin (the hyperboloid): a public ball is refused where it
+        exceeds ``data_ball.MAX_NORM_ROUNDING``."""
 
     @optional
     def condition_numbers(self, x: Array) -> Array:

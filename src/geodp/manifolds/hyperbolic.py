@@ -81,6 +81,14 @@ class Hyperbolic(Manifold):
         return float(np.finfo(float).eps * self.dim * self.radius * np.cosh(reach)**2
                      * (1.0 + radius / self.radius))
 
+    def norm_rounding(self, center: Array, radius: float) -> float:
+        """eps cosh(D)^2, D = (rho(origin, center) + r) / R: a unit tangent vector at the ball's
+        farthest point has coordinates of size cosh(D), and its Minkowski square cancels from
+        cosh(D)^2 to 1 (measured: the norm's error is 2.7e-8 at r = 10 R around the origin)."""
+        reach = (float(self.dist(self.origin(), center)) + radius) / self.radius
+        with np.errstate(over="ignore"):
+            return float(np.finfo(float).eps * np.cosh(reach)**2)
+
     def radial_volume(self) -> tuple[str, float, float]:
         return "hyperbolic", float(np.sqrt(-self.curvature)), np.inf
 

@@ -79,8 +79,9 @@ class Product(Manifold):
     # ----------------------------------------------------------------- capabilities
     def provides(self, name: str) -> bool:
         """Whether every factor has the optional capability ``name`` (``capabilities.has``);
-        ``eigenvalue_range``: whether any factor has it (the others hold no matrices)."""
-        if name == "eigenvalue_range":
+        ``eigenvalue_range`` and ``norm_rounding``: whether any factor has it (the others hold
+        no matrices, or resolve their norms everywhere)."""
+        if name in ("eigenvalue_range", "norm_rounding"):
             return any(has(f, name) for f in self.factors)
         return all(has(f, name) for f in self.factors)
 
@@ -90,6 +91,12 @@ class Product(Manifold):
         ranges = [f.eigenvalue_range(c, radius) for f, c in zip(self.factors, self.split(center))
                   if has(f, "eigenvalue_range")]
         return min(lo for lo, _ in ranges), max(hi for _, hi in ranges)
+
+    def norm_rounding(self, center: Array, radius: float) -> float:
+        """The worst of the factors' estimates: a product ball of radius r lies in the product
+        of the factors' balls of radius r, and the product's norm is their root sum of squares."""
+        return max(f.norm_rounding(c, radius) for f, c in zip(self.factors, self.split(center))
+                   if has(f, "norm_rounding"))
 
     def _require(self, name: str) -> None:
         lacking = [f for f in self.factors if not has(f, name)]

@@ -1,0 +1,107 @@
+"""Public hyperbolic balls reaching where double precision no longer resolves the hyperboloid's
+tangent norms are refused before any budget is spent (``data_ball.check_representable`` with
+``Manifold.norm_rounding``)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import geodp
+import geodp.learn.data_ball as data_ball
+from geodp.manifolds import Hyperbolic, Product, Sphere
+from geodp.mechanisms.kng import BundleDomain
+from geodp.privacy import MemoryLedger
+
+
+def _unit_norm_error(m: Hyperbolic, distance: float, k: int, rng: np.random.Generator) -> float:
+    """The largest error of ``norm`` on k unit tangent vectors at k points at ``distance`` from
+    the origin, in random directions."""
+    o = np.broadcast_to(m.origin(), (k,) + m.point_shape)
+    u = rng.standard_normal((k, m.dim))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    p = m.exp(o, m.from_coords(o, distance * u))
+    c = rng.standard_normal((k, m.dim))
+    c /= np.linalg.norm(c, axis=1, keepdims=True)
+    return float(np.max(np.abs(m.norm(p, m.from_coords(p, c)) - 1.0)))
+
+
+@pytest.mark.parametrize("dim, curvature", [(2, -1.0), (3, -0.25)])
+@pytest.mark.parametrize("scaled", [2.0, 6.0, 9.0, 12.0, 16.0])
+def test_norm_rounding_is_the_measured_error_of_unit_norms(dim, curvature, scaled):
+    """The estimate eps cosh(D / R)^2 is within a factor 10 of the largest error measured on 2000
+    unit vectors at distance D (above it, and not vacuously: above a tenth of it where rounding,
+    not the last bit, dominates)."""
+    m = Hyperbolic(dim, curvature)
+    distance = scaled * m.radius
+    estimate = m.norm_rounding(m.origin(), distance)
+    error = _unit_norm_error(m, distance, 2000, np.random.default_rng(int(scaled)))
+    assert error <= 10.0 * estimate
+    if scaled >= 9.0:
+        assert error >= 0.1 * estimate
+
+
+def test_the_review_regression_is_refused_before_any_charge():
+    """The review's case: a geodesic regression on H^2 with the public ball B(o, 150) charged the
+    ledger, then raised "no start inside the domain" (a unit vector's norm is off by 1e114
+    there, so the domain's own uniform draws failed its membership test). Now refused before the
+    charge, naming the radius and the resolvable extent. Planted bug: without the check the same
+    call charges and raises after."""
+    m = Hyperbolic(2)
+    o, rng = m.origin(), np.random.default_rng(0)
+    x = rng.uniform(0, 1, 200)
+    c = np.broadcast_to(m.exp(o, m.from_coords(o, np.array([5.0, 0.0]))), (200, 3))
+    y = m.exp(c, m.from_coords(c, 0.3 * rng.standard_normal((200, 2))))
+
+    def release(ledger):
+        return geodp.private_geodesic_regression(m, x, y, 1.0, tau=0.3, x_range=(0, 1),
+                                                 v_max=1.0, rng=0, allow_approximate=True,
+                                                 center=o, radius=150.0, ledger=ledger)
+
+    ledger = MemoryLedger(10.0)
+    with pytest.raises(ValueError, match=r"radius 150\).*within 9\.505"):
+        release(ledger)
+    assert ledger.spent()[0] == 0.0
+    ledger = MemoryLedger(10.0)
+    with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        patch.setattr(data_ball, "MAX_NORM_ROUNDING", np.inf)
+        with pytest.raises(RuntimeError, match="no start inside the domain"):
+            release(ledger)
+    assert ledger.spent()[0] > 0.0
+
+
+@pytest.mark.parametrize("radius, accepted", [(9.4, True), (20.0, False)])
+def test_accepted_balls_are_those_whose_domain_membership_holds(radius, accepted):
+    """Every uniform draw of the regression's domain (|v| <= 1, footpoint in B(o, radius)) passes
+    the domain's own membership test on an accepted ball; at radius 20, refused, about a sixth
+    fail it."""
+    m = Hyperbolic(2)
+    domain = BundleDomain(m, m.origin(), radius, 1.0)
+    inside = domain.contains(domain.uniform(4000, np.random.default_rng(0)))
+    refused = False
+    try:
+        data_ball.check_representable(m, m.origin(), radius)
+    except ValueError:
+        refused = True
+    assert refused is not accepted
+    assert bool(np.all(inside)) is accepted
+
+
+def test_reach_counts_and_products_inherit_the_check():
+    """The check covers what a release reaches (a private ball's 2 R), and a product ball through
+    its hyperbolic factor; a sphere factor adds nothing."""
+    m = Hyperbolic(2)
+    data_ball.check_representable(m, m.origin(), 4.7)
+    with pytest.raises(ValueError, match="reach 9.6"):
+        data_ball.check_representable(m, m.origin(), 4.8, reach=9.6)
+    prod = Product(m, Sphere(2))
+    center = np.concatenate([m.origin(), Sphere(2).origin()])
+    data_ball.check_representable(prod, center, 9.0)
+    with pytest.raises(ValueError, match="tangent norms"):
+        data_ball.check_representable(prod, center, 12.0)
+    far = m.exp(m.origin(), m.from_coords(m.origin(), np.array([9.0, 0.0])))
+    with pytest.raises(ValueError, match=r"within 0\.504"):
+        data_ball.check_representable(m, far, 1.0)

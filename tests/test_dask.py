@@ -252,8 +252,7 @@ def test_chunked_private_regression_is_the_in_memory_release():
 def _far_record_pair(tmp_path) -> list[str]:
     """Review finding B2's worst pair on H^2: 60 records near the origin, one of them moved to
     distance 9 (D) or 10 (D'), beyond the distance 9.9 where ``HyperboloidPrecisionWarning``
-    (a diagnostic: it depends on the records) is raised, and beyond the public ball of radius
-    9.4 (the largest the hyperboloid resolves is 9.5), so clipped. Saved as .npy files."""
+    (a diagnostic: it depends on the records) is raised. Saved as .npy files; their paths."""
     m = Hyperbolic(2)
     c = m.origin()
     x = m.exp(c, m.from_coords(c, np.random.default_rng(0).normal(size=(60, 2)) * 0.5))
@@ -272,7 +271,7 @@ def _cli_outcomes(paths, address, capfd) -> list[tuple[str, list]]:
     seen = []
     for path in paths:
         assert main(["release", "mean", path, "--manifold", "hyperbolic:2", "--center", "1,0,0",
-                     "--radius", "9.4", "--clip-data", "--epsilon", "1", "--mechanism", "wrapped-laplace",
+                     "--radius", "10.5", "--epsilon", "1", "--mechanism", "wrapped-laplace",
                      "--seed", "1", "--scheduler", address, "--quiet"]) == 0
         time.sleep(0.5)  # a worker's stderr is its own process's: let it reach the file
         out, err = capfd.readouterr()

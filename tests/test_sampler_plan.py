@@ -110,15 +110,15 @@ def test_cli_publishes_only_warnings_marked_public(tmp_path, capsys):
     def at(t, angle):
         return m.exp(o, m.from_coords(o, t * np.array([np.cos(angle), np.sin(angle)])))
 
-    base = np.stack([at(t, a) for t, a in zip(rng.uniform(0, 9.0, 100), rng.uniform(0, 6.28, 100))])
+    base = np.stack([at(t, a) for t, a in zip(rng.uniform(0, 9.5, 100), rng.uniform(0, 6.28, 100))])
     outputs = []
     for far, flags in ((10.2, []), (9.0, []), (10.2, ["--diagnostics"])):
         data = base.copy()
         data[0] = at(far, 0.3)
         np.save(tmp_path / "x.npy", data)
         assert main(["release", "mean", str(tmp_path / "x.npy"), "--manifold", "hyperbolic:2",
-                     "--epsilon", "1", "--center", "1,0,0", "--radius", "9.4", "--clip-data",
-                     "--restrict", "--seed", "0", "--quiet", *flags]) == 0
+                     "--epsilon", "1", "--center", "1,0,0", "--radius", "10.5", "--restrict",
+                     "--seed", "0", "--quiet", *flags]) == 0
         captured = capsys.readouterr()
         outputs.append((json.loads(captured.out), captured.err))
     (first, err_first), (second, err_second), (diag, _) = outputs

@@ -76,9 +76,10 @@ EIGENVALUE_RANGE = (2.0**-500, 2.0**500)
 #: (``spd_laplace.representable_log_condition``), and every log-eigenvalue moves at most that.
 NOISE_SPREAD = 32.0
 #: Largest relative rounding of tangent norms (``Manifold.norm_rounding``) a public ball may
-#: carry: the sensitivities and the K-norm gradient's norms computed on it then hold to 1e-8
-#: relative (the hyperboloid: within 9.5 R of its origin, where ``check_point`` does not warn).
-MAX_NORM_ROUNDING = 1e-8
+#: carry (the hyperboloid: within 11.8 R of its origin). A record's term of a sensitivity or of
+#: the K-norm gradient is then computed to 1e-6 of its bound, so the privacy loss it can cause
+#: exceeds the stated epsilon by at most that fraction.
+MAX_NORM_ROUNDING = 1e-6
 
 
 def check_representable(manifold: Manifold, center: Array, radius: float, *,
@@ -95,7 +96,7 @@ def check_representable(manifold: Manifold, center: Array, radius: float, *,
     the certified mean's rounding bound, and around a center near 1e307 the Laplace draws
     overflow though their condition is representable. On models whose precision degrades away
     from an origin (``norm_rounding``: the hyperboloid) tangent norms at every point within
-    ``reach`` of the center must hold to ``MAX_NORM_ROUNDING``: beyond about 15 R from the
+    ``reach`` of the center must hold to ``MAX_NORM_ROUNDING``: beyond about 18.7 R from the
     hyperboloid's origin a unit vector's computed norm is off by more than 1, so the domain's
     membership and the gradients' norms, hence the mechanisms' laws, would be garbage. (Intermediate matrices between two points
     of the ball, such as X^-1/2 Y X^-1/2, are relative: their eigenvalues are e^(+-2 radius)

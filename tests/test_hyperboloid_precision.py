@@ -105,3 +105,26 @@ def test_reach_counts_and_products_inherit_the_check():
     far = m.exp(m.origin(), m.from_coords(m.origin(), np.array([11.0, 0.0])))
     with pytest.raises(ValueError, match=r"within 0\.80"):
         data_ball.check_representable(m, far, 1.0)
+
+
+@pytest.mark.parametrize("space", ["hyperbolic", "spd"])
+def test_tangent_class_means_given_a_ball_check_it_before_the_charge(space):
+    """``private_tangent_class_means`` given its ball directly skipped ``check_representable``
+    (documented as not covered): a hyperbolic ball beyond the resolvable extent and a subnormal SPD
+    center are now refused with the ledger untouched."""
+    from geodp.learn.private_ball import private_tangent_class_means
+    from geodp.manifolds import SPD
+
+    if space == "hyperbolic":
+        m, radius = Hyperbolic(2), 13.0
+        center = m.origin()
+    else:
+        m, radius = SPD(2), 0.2
+        center = 1e-315 * np.eye(2)
+    x = m.exp(np.broadcast_to(center, (20,) + m.point_shape),
+              m.from_coords(center, 0.05 * np.random.default_rng(0).standard_normal((20, m.dim))))
+    ledger = MemoryLedger(10.0)
+    with pytest.raises(ValueError, match="tangent norms" if space == "hyperbolic" else "rescale"):
+        private_tangent_class_means(m, x, np.arange(20) % 2, [0, 1], 1.0, center, radius,
+                                    ledger=ledger, rng=0)
+    assert ledger.spent()[0] == 0.0

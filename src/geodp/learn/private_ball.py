@@ -270,6 +270,11 @@ def private_tangent_class_means(manifold: Manifold, points: Array, labels: Array
         raise ValueError(f"count_budget must lie in (0, 1), got {count_budget}")
     min_class_size = check_count("min_class_size", min_class_size, 1)
     center, radius = manifold.check_point(center), check_positive("radius", radius)
+    if outer is None:
+        check_representable(manifold, center, radius)
+    else:  # a released ball inside ``outer``: the check ``plan_ball`` made, so it passes again
+        check_representable(manifold, manifold.check_point(outer[0]), float(outer[1]),
+                            reach=2.0 * float(outer[1]))
     x = manifold.check_point(points)
     codes, k = _encode(labels, classes, len(x))
     rng = as_generator(rng)

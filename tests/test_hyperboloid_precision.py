@@ -13,6 +13,7 @@ import geodp
 import geodp.learn.data_ball as data_ball
 from geodp.manifolds import Hyperbolic, Product, Sphere
 from geodp.mechanisms.kng import BundleDomain
+from geodp.parameters import ParameterError
 from geodp.privacy import MemoryLedger
 
 
@@ -127,4 +128,18 @@ def test_tangent_class_means_given_a_ball_check_it_before_the_charge(space):
     with pytest.raises(ValueError, match="tangent norms" if space == "hyperbolic" else "rescale"):
         private_tangent_class_means(m, x, np.arange(20) % 2, [0, 1], 1.0, center, radius,
                                     ledger=ledger, rng=0)
+    assert ledger.spent()[0] == 0.0
+
+
+def test_the_regression_reach_is_checked_and_its_bound_quoted():
+    """A ball the check accepts (radius 11) whose fitted points reach 13 (x_range (0, 2), v_max
+    1) is refused before the charge, naming the domain's parameters and the resolvable 11.81."""
+    m = Hyperbolic(2)
+    o = m.origin()
+    ledger = MemoryLedger(10.0)
+    with pytest.raises(ParameterError, match=r"reach 13 .*within 11\.81"):
+        geodp.private_geodesic_regression(m, np.linspace(0, 2, 50), np.broadcast_to(o, (50, 3)),
+                                          1.0, tau=0.3, x_range=(0, 2), v_max=1.0, center=o,
+                                          radius=11.0, rng=0, allow_approximate=True,
+                                          ledger=ledger)
     assert ledger.spent()[0] == 0.0

@@ -99,11 +99,13 @@ def _check_reach(manifold: Manifold, center: Array, radius: float | None, reach:
         return
     try:
         check_representable(manifold, center, radius + reach)
-    except ValueError:
+    except ValueError as err:
         raise ParameterError(f"the fitted points of the public domain reach {radius + reach:.4g} "
                              f"from its center ({{radius}} plus the largest |x| of {{x_range}} "
                              f"times {{v_max}}), beyond what double precision represents on "
-                             f"{manifold!r}: choose a narrower domain", "radius", "x_range",
+                             f"{manifold!r}: choose a narrower domain (for a ball of radius "
+                             f"{radius + reach:.4g}: "
+                             f"{str(err).replace('{', '{{').replace('}', '}}')})", "radius", "x_range",
                              "v_max") from None
 
 

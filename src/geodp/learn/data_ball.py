@@ -77,8 +77,9 @@ EIGENVALUE_RANGE = (2.0**-500, 2.0**500)
 NOISE_SPREAD = 32.0
 #: Largest relative rounding of tangent norms (``Manifold.norm_rounding``) a public ball may
 #: carry (the hyperboloid: within 11.8 R of its origin). A record's term of a sensitivity or of
-#: the K-norm gradient is then computed to 1e-6 of its bound, so the privacy loss it can cause
-#: exceeds the stated epsilon by at most that fraction.
+#: the K-norm gradient is then computed to about 1e-6 of its bound, so the privacy loss it can
+#: cause exceeds the stated epsilon by about that fraction (an a-priori estimate, as the
+#: certified mean's rounding bound is, not a proof).
 MAX_NORM_ROUNDING = 1e-6
 
 

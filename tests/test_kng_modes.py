@@ -282,7 +282,8 @@ def test_a_search_where_the_gradient_overflows_gives_no_mode():
         return np.full(np.shape(points), np.inf), np.zeros_like(v)
 
     far = np.stack([m.exp(o, m.from_coords(o, np.array([29.0, 0.0]))), np.zeros(3)])
-    state, size = kng_proposal._descend(domain, far, gradient, kng_proposal.SEARCH_STEPS)
+    state, size = kng_proposal._descend(domain, [far], gradient, [kng_proposal.SEARCH_STEPS])[0]
     assert size == np.inf and np.array_equal(state, far)
-    g0, lam, _ = kng_proposal._linearised(kng_proposal._Chart(domain, far), gradient)
+    chart = kng_proposal._Chart(domain, far)
+    g0, lam, _ = kng_proposal._linearised(kng_proposal._jacobians([chart], gradient)[0], chart.size)
     assert np.all(g0 == 0.0) and np.all(lam == 0.0)

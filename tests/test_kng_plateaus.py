@@ -93,9 +93,10 @@ def test_the_far_share_of_the_law():
     u = domain.uniform(200_000, np.random.default_rng(10))
     far = m.dist(fit[0], u[:, 0]) > FAR
     log_far = special.logsumexp(log_target(u[far])) - np.log(len(u)) + np.log(16 * np.pi**2)
-    centre = kng_proposal._descend(domain, fit, gradient, kng_proposal.FIT_STEPS)[0]
+    centre = kng_proposal._descend(domain, [fit], gradient, [kng_proposal.FIT_STEPS])[0][0]
     chart = kng_proposal._Chart(domain, centre)
-    law = kng_proposal._linearised_law(chart, *kng_proposal._linearised(chart, gradient), scale)[0]
+    linear = kng_proposal._linearised(kng_proposal._jacobians([chart], gradient)[0], chart.size)
+    law = kng_proposal._linearised_law(chart, *linear, scale)[0]
     d = 4
     log_c = -special.gammaln(d) - (np.log(2) + d / 2 * np.log(np.pi) - special.gammaln(d / 2))
     delta = law.draw(200_000, np.random.default_rng(20))

@@ -127,35 +127,49 @@ class _Chart:
                 (slice(i * d, (i + 1) * d), -m.to_coords(self.p0, self.v0), self.domain.v_max)
                 for i, part in enumerate(self.parts)]
 
-    def gradient(self, gradient: Gradient, delta: Array) -> Array:
-        """The moving parts of the gradient at the states of ``delta``, transported back to p0, in
+    def pull_back(self, state: Array, g: tuple[Array, Array]) -> Array:
+        """The moving parts of the gradient ``g`` at ``state``, transported back to p0, in
         coordinates."""
         m = self.m
-        state = self.to_state(delta)
-        g = gradient(state[:, 0], state[:, 1])
         back = [m.to_coords(self.p0, m.transport(state[:, 0], self.p0, g[part])) for part in self.parts]
         return np.concatenate(back, axis=1)
 
 
-def _jacobian(chart: _Chart, gradient: Gradient) -> tuple[Array, Array] | None:
-    """G0 and the central-difference Jacobian of G(delta) at delta = 0 in the chart (columns
-    d G / d delta_j): 2 D + 1 gradient evaluations; None where G overflows (far out on H^2)."""
-    d = chart.size
-    h = 1e-6 * max(1.0, float(np.linalg.norm(chart.v0)))
-    eye = np.eye(d)
-    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is the answer below
-        cols = (chart.gradient(gradient, h * eye) - chart.gradient(gradient, -h * eye)) / (2 * h)
-        g0 = chart.gradient(gradient, np.zeros((1, d)))[0]
-    return (g0, cols.T) if np.all(np.isfinite(g0)) and np.all(np.isfinite(cols)) else None
+def _gradients(charts: list[_Chart], states: list[Array], gradient: Gradient) -> list[Array]:
+    """Each chart's pulled-back gradient (``_Chart.pull_back``) at its states, from one call of
+    ``gradient`` on all of them (its cost is per record and state, so the searches from several
+    starts cost one batched evaluation per round instead of one each)."""
+    both = np.concatenate(states)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is flagged by the callers
+        g = gradient(both[:, 0], both[:, 1])
+        ends = np.cumsum([len(s) for s in states])
+        return [chart.pull_back(s, tuple(part[end - len(s):end] for part in g))
+                for chart, s, end in zip(charts, states, ends)]
 
 
-def _linearised(chart: _Chart, gradient: Gradient) -> tuple[Array, Array, Array]:
-    """G(delta) ~ G0 + A delta in the chart: G0, the symmetrised central-difference Jacobian A's
-    eigenvalues and eigenvectors; where G overflows, G0 = 0 and A = 0 (whose law, floored by
-    ``_linearised_law``, spans the domain)."""
-    found = _jacobian(chart, gradient)
+def _jacobians(charts: list[_Chart], gradient: Gradient) -> list[tuple[Array, Array] | None]:
+    """G0 and the central-difference Jacobian of G(delta) at delta = 0 in each chart (columns
+    d G / d delta_j): 2 D + 1 gradient evaluations per chart, in one batch; None where G
+    overflows (far out on H^2)."""
+    steps = [1e-6 * max(1.0, float(np.linalg.norm(chart.v0))) for chart in charts]
+    deltas = [np.concatenate([h * np.eye(c.size), -h * np.eye(c.size), np.zeros((1, c.size))])
+              for c, h in zip(charts, steps)]
+    found = []
+    for chart, h, g in zip(charts, steps, _gradients(charts, [c.to_state(d) for c, d in
+                                                              zip(charts, deltas)], gradient)):
+        d = chart.size
+        with np.errstate(over="ignore", invalid="ignore"):
+            cols, g0 = (g[:d] - g[d:2 * d]) / (2 * h), g[-1]
+        found.append((g0, cols.T) if np.all(np.isfinite(g)) and np.all(np.isfinite(cols)) else None)
+    return found
+
+
+def _linearised(found: tuple[Array, Array] | None, size: int) -> tuple[Array, Array, Array]:
+    """G(delta) ~ G0 + A delta in a chart of ``size`` coordinates, from its ``_jacobians``
+    entry: G0, the symmetrised Jacobian A's eigenvalues and eigenvectors; where G overflows,
+    G0 = 0 and A = 0 (whose law, floored by ``_linearised_law``, spans the domain)."""
     if found is None:
-        return np.zeros(chart.size), np.zeros(chart.size), np.eye(chart.size)
+        return np.zeros(size), np.zeros(size), np.eye(size)
     g0, jac = found
     lam, vecs = np.linalg.eigh(0.5 * (jac + jac.T))
     return g0, lam, vecs
@@ -168,39 +182,67 @@ def _newton_step(g0: Array, lam: Array, vecs: Array, floor: float) -> tuple[Arra
     return size, -vecs @ ((vecs.T @ g0) / (np.where(lam < 0, -1.0, 1.0) * size))
 
 
-def _descend(domain: BundleDomain, start: Array, gradient: Gradient, steps: int) -> tuple[Array, float]:
-    """A state near a zero of G, found by up to ``steps`` trial steps from ``start`` in its
-    chart: Levenberg-Marquardt steps -(J'J + mu)^-1 J' G with the Jacobian J updated by
+class _Search:
+    """One start's Levenberg-Marquardt search in its chart (``_descend``): the chart, the
+    current coordinates delta, G and Broyden's Jacobian there, the damping mu, the failures in a
+    row and the trial steps left."""
+
+    def __init__(self, chart: _Chart, found: tuple[Array, Array], steps: int):
+        self.chart, (self.g, self.jac), self.steps = chart, found, steps
+        self.delta, self.damping, self.failed = np.zeros(chart.size), 0.0, 0
+        self.floor = 1e-12 * max(float(np.sum(self.jac**2)), 1e-300)
+
+    @property
+    def active(self) -> bool:
+        return self.steps > 0 and self.failed < STALLED
+
+    def trial(self) -> Array:
+        self.steps -= 1
+        jac, g = self.jac, self.g
+        self.step = -np.linalg.solve(jac.T @ jac + max(self.damping, self.floor) * np.eye(len(g)),
+                                     jac.T @ g)
+        return (self.delta + self.step)[None]
+
+    def update(self, trial: Array, g1: Array | None) -> None:
+        """Accept ``trial`` where its G (None: out of the domain or the chart) is smaller."""
+        if g1 is not None and np.linalg.norm(g1) < np.linalg.norm(self.g):
+            step = self.step
+            self.jac = self.jac + np.outer(g1 - self.g - self.jac @ step, step) / (step @ step)
+            self.delta, self.g, self.damping, self.failed = trial[0], g1, self.damping / 4.0, 0
+        else:
+            self.damping = max(4.0 * self.damping,
+                               1e-3 * float(np.max(np.linalg.eigvalsh(self.jac.T @ self.jac))))
+            self.failed += 1
+
+
+def _descend(domain: BundleDomain, starts: Array, gradient: Gradient,
+             steps: list[int]) -> list[tuple[Array, float]]:
+    """A state near a zero of G from each of ``starts``, found by up to ``steps`` trial steps in
+    its chart: Levenberg-Marquardt steps -(J'J + mu)^-1 J' G with the Jacobian J updated by
     Broyden's rank-one rule after each success (one gradient evaluation per trial instead of
     2 D + 1), mu = 0 (Newton's step) at first, growing 4x after a trial that leaves the domain
     or does not lower |G| and shrinking 4x after a success, stopping after ``STALLED`` failures
     in a row (the damped steps then shrink 64x, to where Broyden's J is no guide); a footpoint
-    move the chart does not map (``_Chart.maps``) is refused before Exp. Returns the last
-    success and |G| there; ``start`` and inf where G overflows."""
-    chart = _Chart(domain, start)
-    found = _jacobian(chart, gradient)
-    if found is None:
-        return np.asarray(start, dtype=float), np.inf
-    g, jac = found
-    delta, damping, failed = np.zeros(chart.size), 0.0, 0
-    floor = 1e-12 * max(float(np.sum(jac**2)), 1e-300)
-    for _ in range(steps):
-        if failed == STALLED:
-            break
-        step = -np.linalg.solve(jac.T @ jac + max(damping, floor) * np.eye(len(g)), jac.T @ g)
-        trial = (delta + step)[None]
-        if chart.maps(chart._split(trial)[0])[0] and domain.contains(chart.to_state(trial))[0]:
-            g1 = chart.gradient(gradient, trial)[0]
-            better = bool(np.linalg.norm(g1) < np.linalg.norm(g))
-        else:
-            better = False
-        if better:
-            jac = jac + np.outer(g1 - g - jac @ step, step) / (step @ step)
-            delta, g, damping, failed = trial[0], g1, damping / 4.0, 0
-        else:
-            damping = max(4.0 * damping, 1e-3 * float(np.max(np.linalg.eigvalsh(jac.T @ jac))))
-            failed += 1
-    return chart.to_state(delta[None])[0], float(np.linalg.norm(g))
+    move the chart does not map (``_Chart.maps``) is refused before Exp. The searches run side
+    by side, their trials evaluated in one batch per round. Returns the last success and |G|
+    there; the start and inf where G overflows."""
+    charts = [_Chart(domain, start) for start in starts]
+    searches = [None if found is None else _Search(chart, found, n)
+                for chart, found, n in zip(charts, _jacobians(charts, gradient), steps)]
+    while any(s is not None and s.active for s in searches):
+        live = [s for s in searches if s is not None and s.active]
+        trials = [s.trial() for s in live]
+        states = [s.chart.to_state(t) if s.chart.maps(s.chart._split(t)[0])[0] else None
+                  for s, t in zip(live, trials)]
+        inside = [i for i, st in enumerate(states) if st is not None and domain.contains(st)[0]]
+        grads = dict(zip(inside, _gradients([live[i].chart for i in inside],
+                                            [states[i] for i in inside], gradient)
+                         if inside else []))
+        for i, (s, t) in enumerate(zip(live, trials)):
+            s.update(t, grads[i][0] if i in grads else None)
+    return [(np.asarray(start, dtype=float), np.inf) if s is None else
+            (s.chart.to_state(s.delta[None])[0], float(np.linalg.norm(s.g)))
+            for start, s in zip(starts, searches)]
 
 
 #: Trial steps of the local search for the mode nearest the non-private fit (``_descend``), and
@@ -231,15 +273,15 @@ def independence_proposal(domain: BundleDomain, start: Array, gradient: Gradient
     domain; two members each within the other's narrowest mean radius are the same (the lighter
     is dropped: a wide plateau law holds a narrow mode's centre, but not the other way round).
     The heaviest member's chart comes first."""
-    searched = [_descend(domain, start, gradient, FIT_STEPS)]
-    searched += [found for found in (_descend(domain, c, gradient, SEARCH_STEPS) for c in candidates)
-                 if found[1] <= MODE_LEVEL * scale]
+    fit, *found = _descend(domain, [start, *candidates], gradient,
+                           [FIT_STEPS] + [SEARCH_STEPS] * len(candidates))
+    searched = [fit[0]] + [state for state, size in found if size <= MODE_LEVEL * scale]
+    charts = [_Chart(domain, state) for state in searched]
     laws, log_mass = [], []
-    for state, _ in searched:
+    for state, chart, linear in zip(searched, charts, _jacobians(charts, gradient)):
         if any(law.holds(state, 0.1 * scale) for law in laws):
             continue
-        chart = _Chart(domain, state)
-        law, mass = _linearised_law(chart, *_linearised(chart, gradient), scale)
+        law, mass = _linearised_law(chart, *_linearised(linear, chart.size), scale)
         laws.append(law)
         log_mass.append(mass)
     kept: list[int] = []

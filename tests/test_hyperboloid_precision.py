@@ -143,3 +143,92 @@ def test_the_regression_reach_is_checked_and_its_bound_quoted():
                                           radius=11.0, rng=0, allow_approximate=True,
                                           ledger=ledger)
     assert ledger.spent()[0] == 0.0
+
+
+def _crafted_record_effect(m: Hyperbolic, distance: float, r: float, n: int) -> float:
+    """A review's attack: records x = alpha c + beta e (e a unit tangent at c, on a ball
+    B(c, r) at ``distance`` R from the origin) that ``check_point`` accepts and whose computed
+    distance to c is at most r, taken as ``check_point`` returns them; the largest change, over
+    such a record and evaluation points q of the ball, of the norm of the Fréchet gradient
+    (a KNG mean's |G|) when one of n records at c is replaced by it, in units of its
+    sensitivity."""
+    from geodp.statistics.sensitivity import kng_mean_sensitivity
+
+    o = m.origin()
+    c = m.exp(o, m.from_coords(o, np.array([distance * m.radius, 0.0])))
+    e = m.from_coords(c, np.array([1.0, 0.0]))
+    u = np.array([[np.cos(a), np.sin(a)] for a in (0.0, 0.5, 1.5)])
+    q = np.concatenate([m.exp(np.broadcast_to(c, (3, 3)), m.from_coords(c, t * u))
+                        for t in np.linspace(-r, r, 21)])
+    w = np.array([(n - 1) / n, 1 / n])
+
+    def gradient_norm(pts):
+        return m.norm(q, m.mean_log_and_value(q, np.broadcast_to(pts, (len(q), 2, 3)), w)[0])
+
+    worst = 0.0
+    for alpha in 1.0 + np.concatenate([[0.0], np.geomspace(1e-10, 0.49, 30)]):
+        for sign in (1.0, -1.0):
+            beta = sign * np.sqrt((alpha - 1) ** 2 + (0.999 * r / m.radius) ** 2) * m.radius
+            try:
+                x = m.check_point(alpha * c + beta * e)
+            except ValueError:
+                continue
+            if m.dist(c, x) <= r:
+                change = np.abs(gradient_norm(np.stack([c, x])) - gradient_norm(np.stack([c, c])))
+                worst = max(worst, float(np.max(change)))
+    return worst / kng_mean_sensitivity(m, r, n)
+
+
+def test_records_off_the_sheet_are_projected_before_use():
+    """``check_point`` judges the constraint relative to x_0^2, so at 11 R it admits records off
+    the sheet by a constraint error of order R^2: crafted ones inside B(c, 0.05) moved a KNG
+    mean's gradient norm by 4.4 times its sensitivity. ``Hyperbolic.check_point`` now projects
+    what it accepts: at most the sensitivity (0.5 measured). Planted bug: without the
+    projection, well above it."""
+    m = Hyperbolic(2)
+    assert _crafted_record_effect(m, 11.0, 0.05, 20) <= 1.0
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Hyperbolic, "check_point", lambda self, x: super(Hyperbolic, self).check_point(x))
+        assert _crafted_record_effect(m, 11.0, 0.05, 20) > 2.0
+
+
+def _far_ball_routes():
+    """Each public-ball route on H^2 with a ball the check refuses: B(o, 12), or for a private
+    ball B(o, 6) (it reaches 12, twice its radius), as callables taking a ledger."""
+    from geodp.estimators import PrivateFrechetMean
+    from geodp.learn.dp_rgd import dp_rsgd
+
+    m = Hyperbolic(2)
+    o = m.origin()
+    x = m.exp(np.broadcast_to(o, (40, 3)),
+              m.from_coords(o, 0.3 * np.random.default_rng(0).standard_normal((40, 2))))
+    return {
+        "mean": lambda led: geodp.private_frechet_mean(m, x, 1.0, o, 12.0, rng=0, ledger=led),
+        "private ball": lambda led: PrivateFrechetMean(m, epsilon=1.0, center=o, radius=6.0,
+                                                       ball="private", accountant=led,
+                                                       random_state=0).fit(x),
+        "dp-rgd": lambda led: dp_rsgd(m, lambda w, b: m.log(w, b), x, 1.0, 1e-5, 2, init=o,
+                                      clip=1.0, batch_size=None, rng=0, ledger=led,
+                                      domain=(o, 12.0)),
+    }
+
+
+@pytest.mark.parametrize("route", ["mean", "private ball", "dp-rgd"])
+def test_every_public_ball_route_refuses_before_the_charge(route):
+    """The Fréchet mean (``enforce_ball``), a private ball (``plan_ball`` at reach 2 R) and
+    DP-RGD's domain each refuse a ball beyond the resolvable extent with the ledger untouched."""
+    ledger = MemoryLedger(10.0)
+    with pytest.raises(ValueError, match="tangent norms"):
+        _far_ball_routes()[route](ledger)
+    assert ledger.spent()[0] == 0.0
+
+
+def test_a_product_is_checked_through_its_worst_factor():
+    """H^2 x H^2 with the second factor's center 11 R out: a ball of radius 1 reaches 12 there
+    and is refused, though the first factor's part would pass."""
+    m = Hyperbolic(2)
+    far = m.exp(m.origin(), m.from_coords(m.origin(), np.array([11.0, 0.0])))
+    prod = Product(m, m)
+    data_ball.check_representable(prod, np.concatenate([m.origin(), far]), 0.5)
+    with pytest.raises(ValueError, match="tangent norms"):
+        data_ball.check_representable(prod, np.concatenate([m.origin(), far]), 1.0)

@@ -240,7 +240,8 @@ def test_a_mode_does_not_hold_its_mirror_image():
     mode's law must not count the other as its own (two members, not one)."""
     domain, gradient, fit, scale = _mirrored()
     chart = kng_proposal._Chart(domain, fit)
-    law = kng_proposal._linearised_law(chart, *kng_proposal._linearised(chart, gradient), scale)[0]
+    linear = kng_proposal._linearised(kng_proposal._jacobians([chart], gradient)[0], chart.size)
+    law = kng_proposal._linearised_law(chart, *linear, scale)[0]
     assert law.holds(fit, scale) and not law.holds(-fit, scale)
 
 

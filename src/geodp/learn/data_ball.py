@@ -91,17 +91,18 @@ def check_representable(manifold: Manifold, center: Array, radius: float, *,
 
     Decided from the public center and radius alone: Exp_c(+-(radius + reach) e_i) must be finite
     along every orthonormal direction e_i (by default twice the radius: the logarithm between
-    two points of the ball meets matrices that far out). On matrix manifolds (``eigenvalue_range``) the eigenvalues
-    of every point within ``reach`` (default: the radius) + ``NOISE_SPREAD`` of the center must
-    also lie in ``EIGENVALUE_RANGE``: a subnormal center (1e-315 I) has no relative precision for
-    the certified mean's rounding bound, and around a center near 1e307 the Laplace draws
-    overflow though their condition is representable. On models whose precision degrades away
-    from an origin (``norm_rounding``: the hyperboloid) tangent norms at every point within
-    ``reach`` of the center must hold to ``MAX_NORM_ROUNDING``: beyond about 18.7 R from the
-    hyperboloid's origin a unit vector's computed norm is off by more than 1, so the domain's
-    membership and the gradients' norms, hence the mechanisms' laws, would be garbage. (Intermediate matrices between two points
-    of the ball, such as X^-1/2 Y X^-1/2, are relative: their eigenvalues are e^(+-2 radius)
-    whatever the units, which the probes cover.) A caller whose later balls lie within ``reach``
+    two points of the ball meets matrices that far out). On matrix manifolds
+    (``eigenvalue_range``) the eigenvalues of every point within ``reach`` (default: the radius)
+    + ``NOISE_SPREAD`` of the center must also lie in ``EIGENVALUE_RANGE``: a subnormal center
+    (1e-315 I) has no relative precision for the certified mean's rounding bound, and around a
+    center near 1e307 the Laplace draws overflow though their condition is representable.
+    (Intermediate matrices between two points of the ball, such as X^-1/2 Y X^-1/2, are
+    relative: their eigenvalues are e^(+-2 radius) whatever the units, which the probes cover.)
+    On models whose precision degrades away from an origin (``norm_rounding``: the hyperboloid)
+    tangent norms at every point within ``reach`` of the center must hold to
+    ``MAX_NORM_ROUNDING``: beyond about 18.7 R from the hyperboloid's origin a unit vector's
+    computed norm is off by more than 1, so the domain's membership and the gradients' norms,
+    hence the mechanisms' laws, would be garbage. A caller whose later balls lie within ``reach``
     of the center (a released ball inside this one) passes that reach, so the later checks pass
     whenever this one does.
     """
@@ -113,16 +114,18 @@ def check_representable(manifold: Manifold, center: Array, radius: float, *,
         raise ValueError(f"radius {radius:g} reaches beyond what double precision represents on "
                          f"{manifold!r} (points at that distance, or at twice it, overflow); "
                          f"choose a smaller radius")
-    if has(manifold, "norm_rounding") and not (manifold.norm_rounding(center, extent)
-                                                <= MAX_NORM_ROUNDING):
+    rounding = manifold.norm_rounding(center, extent) if has(manifold, "norm_rounding") else 0.0
+    if not rounding <= MAX_NORM_ROUNDING:
+        reaches = ("" if reach is None else f", and the release reaches {reach:g} from it (the "
+                   f"statistic released in a private ball, whose center may lie anywhere in this "
+                   f"one)")
         raise ValueError(
             f"the public ball (radius {radius:g}{'' if reach is None else f', reach {reach:g}'}) "
             f"reaches points of {manifold!r} where double precision resolves tangent norms, "
-            f"hence distances, sensitivities and gradient norms, only to "
-            f"{manifold.norm_rounding(center, extent):.2g} relative, above the "
-            f"{MAX_NORM_ROUNDING:g} a release allows; around this center they hold to it within "
-            f"{_resolved_extent(manifold, center):.4g}: choose a smaller radius, or a center "
-            f"nearer the model's origin")
+            f"hence distances, sensitivities and gradient norms, only to {rounding:.2g} "
+            f"relative, above the {MAX_NORM_ROUNDING:g} a release allows; around this center they "
+            f"hold to it within {_resolved_extent(manifold, center):.4g}{reaches}: choose a "
+            f"smaller radius, or a center nearer the model's origin")
     if has(manifold, "eigenvalue_range"):
         lo, hi = manifold.eigenvalue_range(center, extent + NOISE_SPREAD)
         if not (lo >= EIGENVALUE_RANGE[0] and hi <= EIGENVALUE_RANGE[1]):

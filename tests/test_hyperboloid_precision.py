@@ -62,7 +62,7 @@ def test_the_review_regression_is_refused_before_any_charge():
                                                  center=o, radius=150.0, ledger=ledger)
 
     ledger = MemoryLedger(10.0)
-    with pytest.raises(ValueError, match=r"radius 150\).*within 11\.81"):
+    with pytest.raises(ValueError, match=r"radius 150\).*to 11\.81 do"):
         release(ledger)
     assert ledger.spent()[0] == 0.0
     ledger = MemoryLedger(10.0)
@@ -103,9 +103,9 @@ def test_reach_counts_and_products_inherit_the_check():
     data_ball.check_representable(prod, center, 11.0)
     with pytest.raises(ValueError, match="tangent norms"):
         data_ball.check_representable(prod, center, 12.0)
-    far = m.exp(m.origin(), m.from_coords(m.origin(), np.array([11.0, 0.0])))
-    with pytest.raises(ValueError, match=r"within 0\.80"):
-        data_ball.check_representable(m, far, 1.0)
+    far = m.exp(m.origin(), m.from_coords(m.origin(), np.array([10.5, 0.0])))
+    with pytest.raises(ValueError, match=r"radius \(or reach\) 0\.087 to 1\.307 do"):
+        data_ball.check_representable(m, far, 1.5)
 
 
 @pytest.mark.parametrize("space", ["hyperbolic", "spd"])
@@ -137,7 +137,7 @@ def test_the_regression_reach_is_checked_and_its_bound_quoted():
     m = Hyperbolic(2)
     o = m.origin()
     ledger = MemoryLedger(10.0)
-    with pytest.raises(ParameterError, match=r"reach 13 .*within 11\.81"):
+    with pytest.raises(ParameterError, match=r"reach 13 .*to 11\.81 do"):
         geodp.private_geodesic_regression(m, np.linspace(0, 2, 50), np.broadcast_to(o, (50, 3)),
                                           1.0, tau=0.3, x_range=(0, 2), v_max=1.0, center=o,
                                           radius=11.0, rng=0, allow_approximate=True,
@@ -224,11 +224,26 @@ def test_every_public_ball_route_refuses_before_the_charge(route):
 
 
 def test_a_product_is_checked_through_its_worst_factor():
-    """H^2 x H^2 with the second factor's center 11 R out: a ball of radius 1 reaches 12 there
-    and is refused, though the first factor's part would pass."""
+    """H^2 x H^2 with the second factor's center 10.5 R out: a ball of radius 1.5 reaches 12
+    there and is refused, though the first factor's part would pass."""
     m = Hyperbolic(2)
-    far = m.exp(m.origin(), m.from_coords(m.origin(), np.array([11.0, 0.0])))
+    far = m.exp(m.origin(), m.from_coords(m.origin(), np.array([10.5, 0.0])))
     prod = Product(m, m)
-    data_ball.check_representable(prod, np.concatenate([m.origin(), far]), 0.5)
+    data_ball.check_representable(prod, np.concatenate([m.origin(), far]), 1.0)
     with pytest.raises(ValueError, match="tangent norms"):
-        data_ball.check_representable(prod, np.concatenate([m.origin(), far]), 1.0)
+        data_ball.check_representable(prod, np.concatenate([m.origin(), far]), 1.5)
+
+
+def test_small_balls_far_out_see_the_absolute_rounding():
+    """Distances near a point at D carry an absolute error of about eps R cosh(D/R)^2 however
+    close the points: on B(c, 1e-7) with c 11 R out (a review's case) a sixth of the domain's own
+    uniform states failed its membership test. Such a ball is refused; B(c', 1) with c' 10.5 R
+    out is not."""
+    m = Hyperbolic(2)
+    c = m.exp(m.origin(), m.from_coords(m.origin(), np.array([11.0, 0.0])))
+    data_ball.check_representable(m, m.exp(m.origin(), m.from_coords(m.origin(), np.array(
+        [10.5, 0.0]))), 1.0)
+    with pytest.raises(ValueError, match="tangent norms"):
+        data_ball.check_representable(m, c, 1e-7)
+    domain = BundleDomain(m, c, 1e-7, 1.0)
+    assert np.mean(domain.contains(domain.uniform(4000, np.random.default_rng(0)))) < 0.95

@@ -116,16 +116,16 @@ def check_representable(manifold: Manifold, center: Array, radius: float, *,
                          f"choose a smaller radius")
     rounding = manifold.norm_rounding(center, extent) if has(manifold, "norm_rounding") else 0.0
     if not rounding <= MAX_NORM_ROUNDING:
-        reaches = ("" if reach is None else f", and the release reaches {reach:g} from it (the "
-                   f"statistic released in a private ball, whose center may lie anywhere in this "
-                   f"one)")
+        reaches = ("" if reach is None else f" (the release reaches {reach:g} from the center: "
+                   f"the statistic released in a private ball, whose center may lie anywhere in "
+                   f"this one)")
         raise ValueError(
             f"the public ball (radius {radius:g}{'' if reach is None else f', reach {reach:g}'}) "
             f"reaches points of {manifold!r} where double precision resolves tangent norms, "
             f"hence distances, sensitivities and gradient norms, only to {rounding:.2g} "
-            f"relative, above the {MAX_NORM_ROUNDING:g} a release allows; around this center they "
-            f"hold to it within {_resolved_extent(manifold, center):.4g}{reaches}: choose a "
-            f"smaller radius, or a center nearer the model's origin")
+            f"relative, above the {MAX_NORM_ROUNDING:g} a release allows{reaches}; "
+            f"{_resolved_radii(manifold, center)}: choose another radius, or a center nearer "
+            f"the model's origin")
     if has(manifold, "eigenvalue_range"):
         lo, hi = manifold.eigenvalue_range(center, extent + NOISE_SPREAD)
         if not (lo >= EIGENVALUE_RANGE[0] and hi <= EIGENVALUE_RANGE[1]):
@@ -139,16 +139,26 @@ def check_representable(manifold: Manifold, center: Array, radius: float, *,
                 f"of units) or choose a smaller radius")
 
 
-def _resolved_extent(manifold: Manifold, center: Array) -> float:
-    """The largest r (to 1e-6) with ``norm_rounding(center, r)`` <= ``MAX_NORM_ROUNDING``
-    (0 where the center itself is beyond it), by bisection: the estimate grows with r."""
-    lo, hi = 0.0, 1.0
-    while manifold.norm_rounding(center, hi) <= MAX_NORM_ROUNDING:
-        lo, hi = hi, 2.0 * hi
-    while hi - lo > 1e-6 * max(hi, 1.0):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if manifold.norm_rounding(center, mid) <= MAX_NORM_ROUNDING else (lo, mid)
-    return lo
+def _resolved_radii(manifold: Manifold, center: Array) -> str:
+    """The radii r with ``norm_rounding(center, r)`` <= ``MAX_NORM_ROUNDING``, in words: found on
+    a log grid from 1e-12 to 1e4 and refined at both ends by bisection (far out the estimate grows
+    with r, and below the model's length scale it also grows as r shrinks: an absolute rounding
+    seen at the ball's scale)."""
+    def holds(r: float) -> bool:
+        return manifold.norm_rounding(center, r) <= MAX_NORM_ROUNDING
+
+    radii = np.geomspace(1e-12, 1e4, 801)
+    ok = np.flatnonzero([holds(float(r)) for r in radii])
+    if not len(ok):
+        return "no ball around this center does"
+    ends = []
+    for inside, outside in ((ok[0], ok[0] - 1), (ok[-1], ok[-1] + 1)):
+        lo, hi = radii[inside], radii[outside] if 0 <= outside < len(radii) else radii[inside]
+        for _ in range(40):
+            mid = float(np.sqrt(lo * hi))
+            lo, hi = (mid, hi) if holds(mid) else (lo, mid)
+        ends.append(lo)
+    return f"balls around this center of radius (or reach) {ends[0]:.2g} to {ends[1]:.4g} do"
 
 
 def into_ball(manifold: Manifold, points: Array, center: Array, radius: float,

@@ -247,3 +247,109 @@ def test_small_balls_far_out_see_the_absolute_rounding():
         data_ball.check_representable(m, c, 1e-7)
     domain = BundleDomain(m, c, 1e-7, 1.0)
     assert np.mean(domain.contains(domain.uniform(4000, np.random.default_rng(0)))) < 0.95
+def _far_pair(m, distance, r, n):
+    """The review's neighbours on a public ball of radius r whose center lies ``distance`` R from
+    the origin (accepted by ``check_representable``): n - 1 records at 0.5 r along a geodesic
+    through the center, the last at 0.9 r (D) or moved to the opposite edge, -0.9 r (D'): the
+    exact change of one record's gradient is 0.9 of the replace sensitivity. ``at(t)`` is the
+    point at signed distance t along that geodesic."""
+    o = m.origin()
+    c = m.exp(o, m.from_coords(o, np.r_[distance * m.radius, np.zeros(m.dim - 1)]))
+    data_ball.check_representable(m, c, r)
+
+    def at(t, angle=0.0):
+        u = np.zeros(m.dim)
+        u[:2] = [np.cos(angle), np.sin(angle)]
+        return m.exp(c, m.from_coords(c, t * u))
+
+    rows = np.repeat(at(0.5 * r)[None], n, axis=0)
+    rows[-1] = at(0.9 * r)
+    rows_prime = rows.copy()
+    rows_prime[-1] = at(-0.9 * r)
+    return c, at, rows, rows_prime
+
+
+def test_dp_rgd_sums_far_hyperboloid_gradients_in_coordinates():
+    """The review's pair for the DP-RGD mean (D = 10.8 R, r = 1, n = 1e6, w at the ball's far
+    edge): the clipped gradient sums of neighbours differed by 1.046 x the replace sensitivity
+    2r the noise is calibrated on (``n * kng_mean_sensitivity``), the rounding of the n-record
+    sum in the hyperboloid's ambient coordinates amplified by cosh^2 when mapped to coordinates.
+    Summed record by record in coordinates (chosen from the capability ``norm_rounding``,
+    public), they differ by the exact 0.9 x up to 2e-6. The planted twin (the ambient sum)
+    exceeds the sensitivity."""
+    import geodp.learn.dp_rgd as dp_rgd
+    from geodp.statistics.sensitivity import kng_mean_sensitivity
+
+    m, r, n = Hyperbolic(2), 1.0, 10**6
+    c, at, rows, rows_prime = _far_pair(m, 10.8, r, n)
+    sensitivity = n * kng_mean_sensitivity(m, r, n)
+    assert sensitivity == pytest.approx(2 * r)
+    w = at(r)
+
+    def change():
+        s = [dp_rgd.clipped_coordinate_sum(m, w, -m.log(w[None], x), 2 * r)[0]
+             for x in (rows, rows_prime)]
+        return float(np.linalg.norm(s[0] - s[1]))
+
+    assert change() <= sensitivity
+    assert change() / sensitivity == pytest.approx(0.9, abs=2e-6)
+    with pytest.MonkeyPatch.context() as patch:  # the ambient sum, as before the fix
+        patch.setattr(dp_rgd, "has", lambda manifold, name: False)
+        assert change() > 1.02 * sensitivity
+
+
+def test_the_coordinate_route_clips_in_coordinates():
+    """On the hyperboloid each record's coordinates are clipped by their own Euclidean norm, so
+    the bound holds whatever the rounding of ``to_coords``: here coordinates inflated by 1e-3
+    (far beyond rounding) still add at most ``bound`` per record; the route follows the
+    capability (a product with a hyperbolic factor takes it too)."""
+    import geodp.learn.dp_rgd as dp_rgd
+    from geodp.manifolds.capabilities import has
+
+    m = Hyperbolic(2)
+    w = m.exp(m.origin(), m.from_coords(m.origin(), np.array([10.0, 0.0])))
+    g = m.from_coords(np.broadcast_to(w, (5, 3)), np.array([[2.0, 0.0]] * 5))  # norm = bound
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(m, "to_coords", lambda p, v: 1.001 * Hyperbolic.to_coords(m, p, v))
+        total, clipped = dp_rgd.clipped_coordinate_sum(m, w, g, 2.0)
+    assert np.linalg.norm(total) <= 5 * 2.0 * (1 + 1e-15) and clipped == 5
+    assert has(Product(m, Sphere(2)), "norm_rounding") and not has(Sphere(2), "norm_rounding")
+
+
+def test_kng_mean_pays_the_gradient_rounding_in_its_sensitivity():
+    """The review's pair for the K-norm gradient mean on an accepted ball (D = 10.5 R, r = 1):
+    with n = 1e7 records (as weights: 1 - 1/n at 0.5 r, 1/n at +-0.9 r) the Fréchet gradient's
+    norm changed between neighbours by 3.6 x Delta (``kng_mean_sensitivity``): the absolute
+    rounding of Log far out (about eps R cosh^2) does not shrink with Delta = O(r / n). The
+    release is now calibrated on Delta + 2 rho (``kng_mean_calibration``, rho = 4 x
+    ``gradient_rounding``), published, and the change stays below it (0.04 of it); the planted
+    twin (rho = 0: Delta alone) is exceeded."""
+    import geodp.learn.frechet as frechet
+    from geodp.chunked import InMemorySample
+    from geodp.statistics.sensitivity import kng_mean_sensitivity
+
+    m, r, n = Hyperbolic(2), 1.0, 10**7
+    c, at, rows, rows_prime = _far_pair(m, 10.5, r, 2)
+    grid = np.array([at(t, a) for t in np.linspace(-r, r, 101) for a in (0.0, 0.3, 1.0)])
+    grid = grid[m.dist(c, grid) <= r]
+    w = np.array([(n - 1) / n, 1 / n])
+
+    def gradient_norms(x):
+        return np.array([float(m.norm(q, InMemorySample(m, x, w, validate=False).total(
+            lambda xs, ws: m.mean_log_and_value(q, xs, ws)[0]))) for q in grid])
+
+    change = float(np.max(np.abs(gradient_norms(rows) - gradient_norms(rows_prime))))
+    delta = kng_mean_sensitivity(m, r, n)
+    sensitivity, rho = frechet.kng_mean_calibration(m, c, r, n)
+    assert change <= 0.5 * sensitivity
+    assert sensitivity == delta + 2 * rho and rho == 4 * m.gradient_rounding(c, r)
+    assert change > 1.5 * delta  # the planted twin: calibrated on Delta alone
+    few = np.stack([at(t, a) for t in (-0.5, 0.0, 0.5) for a in (0.0, 1.0)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rel = geodp.private_frechet_mean(m, few, epsilon=1.0, center=c, radius=r,
+                                         mechanism="kng", rng=0)
+    sensitivity, rho = frechet.kng_mean_calibration(m, c, r, len(few))
+    assert rel.sensitivity == rel.parameters["sensitivity"] == sensitivity
+    assert rel.parameters["gradient_rounding"] == rho
+    assert rel.scale == pytest.approx(2 * sensitivity)

@@ -746,7 +746,7 @@ def cmd_audit(args: argparse.Namespace) -> None:
     from .mechanisms.kng import KNormGradient
     from .privacy.calibration import calibrate
     from .learn.regression import is_compact
-    from .statistics.sensitivity import kng_mean_sensitivity, regression_sensitivity
+    from .statistics.sensitivity import regression_sensitivity
 
     manifold = _manifold_arg(args.manifold)
     center = manifold.origin()
@@ -770,7 +770,8 @@ def cmd_audit(args: argparse.Namespace) -> None:
             raise SystemExit("error: auditing the kng-mean mechanism needs --epsilon")
         claim = {"epsilon": args.epsilon}
         d, d_prime, direction = kng_mean_neighbours(manifold, center, args.radius, args.n)
-        sensitivity = kng_mean_sensitivity(manifold, args.radius, args.n)
+        from .learn.frechet import kng_mean_calibration
+        sensitivity = kng_mean_calibration(manifold, center, args.radius, args.n)[0]
         scale = KNormGradient(sensitivity, args.epsilon).scale
         first, second = (kng_mean_sampler(manifold, data, center, args.radius, scale)
                          for data in (d, d_prime))

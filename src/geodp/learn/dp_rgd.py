@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..manifolds import Manifold
+from ..manifolds.capabilities import has
 from ..manifolds._threads import map_blocks
 from ..manifolds.base import Array, as_generator, represents_distance
 from ..mechanisms.discrete_gaussian import SecureTangentGaussian, secure_sigma_for_rho
@@ -84,9 +85,16 @@ def clipped_coordinate_sum(manifold: Manifold, w: Array, g: Array, bound: float,
     gradient g_i at w (b, *point_shape), each scaled to norm <= bound: shape (dim,).
 
     The sum is taken in the representation and mapped to coordinates once; where that sum
-    overflows (SPD entries near 1e307, far hyperboloid points) it is taken record by record in
-    coordinates, where it is bounded by b * bound: the two are the same vector, so which route
-    ran reveals nothing, and the sum is finite whatever the data. Adding or
+    overflows (SPD entries near 1e307) it is taken record by record in coordinates, where it is
+    bounded by b * bound: the two are the same vector, so which route ran reveals nothing, and
+    the sum is finite whatever the data. On manifolds whose representation loses precision away
+    from an origin (the optional capability ``norm_rounding``: the hyperboloid, and products
+    with such a factor) the representation's sum is ill-conditioned (at w far out, its rounding
+    is that of b records' coordinates of size cosh(rho(o, w)/R), amplified by cosh^2 when mapped
+    to coordinates), so there it is always taken record by record: each record's coordinates,
+    scaled to Euclidean norm <= bound in coordinates, then summed. The route is chosen from the
+    manifold alone, never from the data or w; the bound below then holds up to the summation's
+    rounding, whatever the rounding of ``to_coords`` or of the metric's norm. Adding or
     removing a record changes the sum by one clipped vector, of norm <= bound; replacing one by
     at most 2 bound. A non-finite c_i contributes zero (and is counted), so one malformed record
     can neither abort the release nor exceed the bound. With ``lipschitz=True`` the bound is the
@@ -94,6 +102,8 @@ def clipped_coordinate_sum(manifold: Manifold, w: Array, g: Array, bound: float,
     guarantee holds even where the stated bound fails, and those above it by more than rounding
     (1e-9 relative) are counted, a non-private diagnostic.
     """
+    if has(manifold, "norm_rounding"):
+        return _coordinate_route_sum(manifold, w, g, bound, lipschitz)
     with np.errstate(all="ignore"):
         norms = manifold.norm(w, g)
     bad = ~np.isfinite(norms)
@@ -110,6 +120,26 @@ def clipped_coordinate_sum(manifold: Manifold, w: Array, g: Array, bound: float,
         if not np.all(np.isfinite(total)):  # the representation's sum overflowed (a far w)
             g = g * scale.reshape(scale.shape + (1,) * nd)
             total = np.sum(manifold.to_coords(w, g), axis=0)
+    return total, int(counted.sum())
+
+
+def _coordinate_route_sum(manifold: Manifold, w: Array, g: Array, bound: float,
+                          lipschitz: bool) -> tuple[Array, int]:
+    """``clipped_coordinate_sum`` record by record in coordinates: c_i = ``to_coords(w, g_i)``,
+    scaled to Euclidean norm <= bound (the metric's norm in orthonormal coordinates, computed
+    there, so the scaled vector's norm is bound up to one rounding of the scaling), non-finite
+    c_i replaced by zero (counted), then summed in record order (einsum's loop)."""
+    with np.errstate(all="ignore"):
+        c = manifold.to_coords(w, g).reshape(len(g), -1)
+        norms = np.sqrt(np.einsum("ij,ij->i", c, c))
+    bad = ~np.isfinite(norms)
+    over = (norms > bound) | bad
+    scale = np.where(bad, 0.0, np.where(over, bound / np.where(over & ~bad, norms, 1.0), 1.0))
+    if bad.any():
+        c = np.where(bad[:, None], 0.0, c)
+    counted = (norms > bound * (1 + 1e-9)) | bad if lipschitz else over
+    with np.errstate(all="ignore"):
+        total = np.einsum("i,ij->j", scale, c)
     return total, int(counted.sum())
 
 

@@ -22,7 +22,8 @@ from ..mechanisms.kng import KNormGradient, convex_proposal, sample_convex
 from ..mechanisms.laplace import SamplerInfo
 from ..mechanisms.mcmc import exact_alternatives
 from ..statistics import curvature_factor, frechet_mean_sensitivity
-from ..statistics.certified import CertifiedMean, certified_mean, into_ball, mean_tolerance
+from ..statistics.certified import (CertifiedMean, certified_mean, gradient_rounding_bound, into_ball,
+                                   mean_tolerance)
 from ..statistics.sensitivity import kng_mean_sensitivity
 from .data_ball import check_condition_cap, enforce_ball, enforce_condition
 from .dp_rgd import dp_rsgd
@@ -329,11 +330,43 @@ def kng_mean_draws(manifold: Manifold, points: Array | ChunkedSample, minimiser:
     return draws, info, lam
 
 
+#: The K-norm gradient mean pays rho = KNG_ROUNDING_MARGIN x ``gradient_rounding_bound`` for
+#: the rounding of each computed gradient (``kng_mean_calibration``): far out on the hyperboloid
+#: with tiny balls the computed gradient norms of neighbours were measured to differ from the
+#: exact ones by up to 1.9 x the bound (both sides together), so the bound alone (2 x it) left
+#: 5%; 4 leaves about 4x.
+KNG_ROUNDING_MARGIN = 4.0
+
+
+def kng_mean_calibration(manifold: Manifold, center: Array, radius: float, n: int,
+                         max_condition: float | None = None) -> tuple[float, float]:
+    """(Delta + 2 rho, rho): the sensitivity the K-norm gradient mean is calibrated on, and rho.
+
+    The law exp(-|g_D(m)| / sigma) is epsilon-DP when the *computed* gradient norms of
+    neighbouring data sets differ by at most the calibrated sensitivity at every m of the ball.
+    The exact gradients differ by at most Delta = ``kng_mean_sensitivity``; each computed
+    average gradient (and its norm) is taken to lie within rho of its exact value, so the
+    computed norms differ by at most Delta + 2 rho. rho = ``KNG_ROUNDING_MARGIN`` x
+    ``gradient_rounding_bound`` (the public rounding bound from which ``mean_tolerance`` is
+    derived: eps d R cosh(D)^2 (1 + r/R) on the hyperboloid, D = (rho(o, c) + r) / R; the
+    capped worst case with ``max_condition``), from public parameters only. Far out on the
+    hyperboloid with small Delta (many records or a small ball) rho is comparable to Delta or
+    larger: there the computed norms of the review's neighbours differed by up to 4.6 Delta
+    (Delta was not an honest calibration); elsewhere 2 rho is negligible (below 1e-13 on a unit
+    ball around the hyperboloid's origin, against Delta = 2 / n). rho is an estimate with a margin, not a proof (as
+    ``mean_tolerance``'s)."""
+    rho = KNG_ROUNDING_MARGIN * gradient_rounding_bound(manifold, center, radius, max_condition)
+    return kng_mean_sensitivity(manifold, radius, n) + 2.0 * rho, rho
+
+
 def _kng_mean(req: _Request, opts: _Options) -> Release:
-    """The Fréchet mean by the K-norm gradient mechanism (see ``private_frechet_mean``)."""
+    """The Fréchet mean by the K-norm gradient mechanism (see ``private_frechet_mean``),
+    calibrated on Delta + 2 rho (``kng_mean_calibration``), rho published as
+    ``parameters["gradient_rounding"]`` and Delta + 2 rho as ``parameters["sensitivity"]``."""
     manifold, center, radius = req.manifold, req.center, req.radius
     fit = _exact_mean(req)
-    mech = KNormGradient(kng_mean_sensitivity(manifold, radius, req.n), req.target.epsilon)
+    sensitivity, rounding = kng_mean_calibration(manifold, center, radius, req.n, req.max_condition)
+    mech = KNormGradient(sensitivity, req.target.epsilon)
     lam = curvature_factor(radius, manifold.curvature_bounds[1])
     alternatives = ("the Riemannian Laplace mechanism ('laplace') instead of K-norm gradient",
                     "a larger epsilon")
@@ -347,6 +380,7 @@ def _kng_mean(req: _Request, opts: _Options) -> Release:
     return Release(value=value, guarantee=req.target, sensitivity=mech.sensitivity,
                    scale=mech.scale, mechanism=req.spec.title, exact_sampler=info.exact,
                    parameters={"n": req.n, "radius": radius, "strong_convexity": lam,
+                               "gradient_rounding": rounding, "sensitivity": mech.sensitivity,
                                **condition_parameters(manifold, req.max_condition)},
                    diagnostics={"clipped": req.clipped, "frechet_iterations": fit.iterations,
                                 "descent_steps": fit.descent_steps, "sampler": info.as_dict()},
@@ -467,9 +501,12 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
       Gives (epsilon, delta)-DP with ``delta``; ``secure=True`` draws discrete Gaussian noise
       from the operating system (``dp_rsgd``).
     - ``"kng"``: the K-norm gradient mechanism on the data ball, density proportional to
-      exp(-``|grad F_D(m)|`` / sigma), F_D(m) = (1/2n) sum_i rho(m, x_i)^2, sigma = 2 Delta / epsilon with
-      Delta = ``kng_mean_sensitivity`` (Soto et al. 2022); sampled exactly through the strong
-      convexity h(r, k) of F on the ball (``sample_convex``). Gives epsilon-DP.
+      exp(-``|grad F_D(m)|`` / sigma), F_D(m) = (1/2n) sum_i rho(m, x_i)^2,
+      sigma = 2 (Delta + 2 rho) / epsilon with Delta = ``kng_mean_sensitivity`` (Soto et al.
+      2022) and rho a public bound on the computed gradient's rounding (``KNG_ROUNDING_MARGIN``
+      x ``Manifold.gradient_rounding``, ``kng_mean_calibration``; published as ``parameters["gradient_rounding"]``, Delta + 2 rho
+      as ``parameters["sensitivity"]``); sampled exactly through the strong convexity h(r, k) of
+      F on the ball (``sample_convex``). Gives epsilon-DP.
 
     Parameters
     ----------

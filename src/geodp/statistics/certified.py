@@ -52,12 +52,23 @@ def mean_tolerance(manifold: Manifold, center: Array, radius: float,
     >>> float(mean_tolerance(Euclidean(2), np.array([1e5, 0.0]), 1.0)) < 1e-7
     True
     """
+    return TOLERANCE_FACTOR * gradient_rounding_bound(manifold, center, radius, max_condition)
+
+
+def gradient_rounding_bound(manifold: Manifold, center: Array, radius: float,
+                            max_condition: float | None = None) -> float:
+    """rho: the public bound on the rounding error of the computed sum_i w_i Log_p(x_i) (weights
+    summing to 1, in the norm at p) for p and every x_i in B_radius(center), from which
+    ``mean_tolerance`` is ``TOLERANCE_FACTOR`` x rho: ``Manifold.gradient_rounding`` (an
+    estimate) without ``max_condition``, ``Manifold.capped_gradient_rounding`` (a worst case over
+    the ball's points of condition <= K) with it. The K-norm gradient mean pays 2 rho in its
+    sensitivity (``learn.frechet.kng_mean_calibration``)."""
     center = np.asarray(center, dtype=float)
     if max_condition is None:
         rounding = manifold.gradient_rounding(center, float(radius))
     else:
         rounding = manifold.capped_gradient_rounding(center, float(radius), float(max_condition))
-    return TOLERANCE_FACTOR * float(rounding)
+    return float(rounding)
 
 
 @dataclass(frozen=True)

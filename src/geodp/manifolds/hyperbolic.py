@@ -86,7 +86,7 @@ class Hyperbolic(Manifold):
     def norm_rounding(self, center: Array, radius: float) -> float:
         """eps cosh(D)^2 max(1, R / r), D = (rho(origin, center) + r) / R: a unit tangent vector
         at the ball's farthest point has coordinates of size cosh(D), and its Minkowski square
-        cancels from cosh(D)^2 to 1 (measured on 2000 states of a regression domain |v| <= 1
+        cancels from cosh(D)^2 to 1 (measured on 2000 states of a regression domain ``|v|`` <= 1
         within 10 R of the origin: 2.7e-8); distances there, formed by the same cancellation,
         carry an absolute error of about eps R cosh(D)^2 however close the points, which a ball
         of radius r < R sees relative to r (B(c, 1e-7) at 11 R: a sixth of its own uniform

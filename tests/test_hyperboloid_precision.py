@@ -353,3 +353,113 @@ def test_kng_mean_pays_the_gradient_rounding_in_its_sensitivity():
     assert rel.sensitivity == rel.parameters["sensitivity"] == sensitivity
     assert rel.parameters["gradient_rounding"] == rho
     assert rel.scale == pytest.approx(2 * sensitivity)
+# ---------------------------------------------------------------- clipping far out (into_ball)
+
+def _unprojected_into_ball(manifold, points, center, radius, outside=None):
+    """The planted-bug twin of ``data_ball.into_ball``: Exp onto radius (1 - 1e-12), neither
+    projected onto the manifold nor kept a rounding-sized margin inside the ball."""
+    if outside is None:
+        with np.errstate(invalid="ignore"):
+            outside = ~(manifold.dist(center, points) <= radius)
+    if not outside.any():
+        return points, outside
+    v = manifold.log_or_nan(center, points[outside])
+    norms = manifold.norm(center, v)[:, None]
+    moved = np.array(points, dtype=float, copy=True)
+    moved[outside] = manifold.exp(center, radius * (1 - 1e-12) * v / norms)
+    return moved, outside
+
+
+def _edge_radius(m):
+    """The largest outer radius R that ``check_representable`` accepts at reach 2R around the
+    hyperboloid's origin (the edge of what a private-ball route allows)."""
+    lo, hi = 5.0, 6.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        ok = m.norm_rounding(m.origin(), 2 * mid) <= data_ball.MAX_NORM_ROUNDING
+        lo, hi = (mid, hi) if ok else (lo, mid)
+    return lo
+
+
+def _private_ball_refusals_after_charge(m, radius, seeds):
+    """Private-ball routes on the outer ball B(origin, radius) (records on its sphere, half on
+    each side): the (route, seed, error) of every release that raised after charging."""
+    from geodp.estimators import PrivateFrechetMean
+    from geodp.learn.private_ball import private_ball_class_means
+    o = m.origin()
+    data_ball.check_representable(m, o, radius, reach=2 * radius)  # an accepted outer ball
+    n = 60
+    u = np.array([[1.0, 0.0]] * (n // 2) + [[-1.0, 0.0]] * (n // 2)) * radius * (1 - 1e-12)
+    oo = np.broadcast_to(o, (n, 3))
+    x = m.project(m.exp(oo, m.from_coords(oo, u)))
+    labels = np.arange(n) % 2
+    shares = (0.4995, 0.001, 0.4995)
+    routes = {
+        "PrivateFrechetMean": lambda led, s: PrivateFrechetMean(
+            m, 20.0, center=o, radius=radius, accountant=led, random_state=s, ball_budget=0.5,
+            ball_shares=shares, quantile=0.9).fit(x),
+        "private_ball_class_means": lambda led, s: private_ball_class_means(
+            m, x, labels, [0, 1], 20.0, o, radius, ball_budget=0.5, ball_shares=shares,
+            quantile=0.9, means="frechet", ledger=led, rng=s)}
+    failures = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name, fit in routes.items():
+            for seed in seeds:
+                led = MemoryLedger(100.0, 1e-3)
+                try:
+                    fit(led, seed)
+                except Exception as exc:  # a refusal must come before the charge
+                    if led.spent()[0] > 0:
+                        failures.append((name, seed, repr(exc)[:120]))
+    return failures
+
+
+def test_private_ball_routes_never_refuse_after_the_charge_far_out():
+    """Private-ball routes on accepted outer hyperbolic balls: the released center lies near the
+    outer boundary, the inner release clips the records into its ball, and neither the clipped
+    records (into_ball: projected, a rounding-sized margin inside) nor the certified mean
+    (projected) may fail a re-check after the charge. The twin (clipping by the bare Exp onto
+    radius (1 - 1e-12)) raises after the charge on the same inputs."""
+    m = Hyperbolic(2)
+    for radius in (_edge_radius(m), 5.2):
+        assert _private_ball_refusals_after_charge(m, radius, range(3)) == []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(data_ball, "into_ball", _unprojected_into_ball)
+        assert _private_ball_refusals_after_charge(m, 5.2, range(3)) != []
+
+
+def _clipped_releases(m, radius):
+    """private_frechet_mean with clip_data on B(c, radius), c at distance radius from the
+    origin: on honest records D, and on D with one record replaced by a far outlier (on the
+    manifold, outside the ball, on the origin's side): the outcome of each."""
+    o = m.origin()
+    pt = lambda base, v: m.project(m.exp(base, m.from_coords(base, np.asarray(v, float))))
+    c = pt(o, [radius, 0.0])
+    data_ball.check_representable(m, c, radius)  # an accepted public ball
+    honest = pt(np.broadcast_to(c, (30, 3)), 0.3 * np.random.default_rng(0).standard_normal((30, 2)))
+    outlier = pt(c, [-2.0 * radius, 0.0])
+    outcomes = []
+    for data in (honest, np.vstack([honest[:-1], outlier[None]])):
+        led = MemoryLedger(10.0)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                geodp.private_frechet_mean(m, data, 1.0, c, radius, clip_data=True, ledger=led,
+                                           rng=0)
+            outcomes.append(("released", led.spent()[0]))
+        except Exception as exc:
+            outcomes.append((type(exc).__name__, led.spent()[0]))
+    return outcomes
+
+
+def test_clip_data_far_out_does_not_depend_on_one_record():
+    """clip_data on accepted public balls far out on the hyperboloid: whether the release happens
+    cannot depend on one outlying record (a refusal only D' triggers would reveal it). The twin
+    (clipping onto the boundary by the bare Exp, off the model) refuses D' alone."""
+    m = Hyperbolic(2)
+    for radius in (5.9, 5.2):
+        assert _clipped_releases(m, radius) == [("released", 1.0), ("released", 1.0)]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(data_ball, "into_ball", _unprojected_into_ball)
+        assert _clipped_releases(m, 5.9) == [("released", 1.0), ("InvalidPoints", 0.0)]

@@ -81,6 +81,14 @@ NOISE_SPREAD = 32.0
 #: cause exceeds the stated epsilon by about that fraction (an a-priori estimate, as the
 #: certified mean's rounding bound is, not a proof).
 MAX_NORM_ROUNDING = 1e-6
+#: ``into_ball`` moves a clipped record inside the boundary by this many times the rounding of a
+#: distance at the ball (``Manifold.norm_rounding`` x radius), so that a later re-check of the
+#: clipped record against the same ball (a per-class release without ``clip_data``) never finds
+#: it outside; ``CLIP_MARGIN_FLOOR`` (relative) where the manifold has no ``norm_rounding``, and
+#: never more than ``CLIP_MARGIN_CAP`` (relative).
+CLIP_MARGIN_FACTOR = 16.0
+CLIP_MARGIN_FLOOR = 1e-12
+CLIP_MARGIN_CAP = 1e-3
 
 
 def check_representable(manifold: Manifold, center: Array, radius: float, *,
@@ -161,13 +169,31 @@ def _resolved_radii(manifold: Manifold, center: Array) -> str:
     return f"balls around this center of radius (or reach) {ends[0]:.2g} to {ends[1]:.4g} do"
 
 
+def clip_margin(manifold: Manifold, center: Array, radius: float) -> float:
+    """The relative margin by which ``into_ball`` moves a clipped record inside the boundary: a
+    function of the public ball alone, ``CLIP_MARGIN_FACTOR`` times the relative rounding of
+    distances there (``norm_rounding``, where the manifold has it; up to 1e-6 on an accepted
+    hyperbolic ball, where 1e-12 would leave re-checked records "outside"), at least
+    ``CLIP_MARGIN_FLOOR`` and at most ``CLIP_MARGIN_CAP``."""
+    margin = CLIP_MARGIN_FLOOR
+    if has(manifold, "norm_rounding"):
+        rounding = CLIP_MARGIN_FACTOR * float(manifold.norm_rounding(center, radius))
+        margin = min(max(margin, rounding), CLIP_MARGIN_CAP) if not np.isnan(rounding) \
+            else CLIP_MARGIN_CAP
+    return margin
+
+
 def into_ball(manifold: Manifold, points: Array, center: Array, radius: float,
               outside: Array | None = None) -> tuple[Array, Array]:
-    """Each point outside B_radius(center) moved along its geodesic from the center onto the
-    boundary, Exp_c(radius Log_c(x)/|Log_c(x)|); and the mask of the points moved (``outside``:
-    that mask when the caller has it already). A point at the cut locus of the center (no single
-    geodesic: ``Manifold.log_or_nan`` is NaN) goes to the center, as one whose geodesic double
-    precision cannot follow: a fixed map of each record either way."""
+    """Each point outside B_radius(center) moved along its geodesic from the center to just
+    inside the boundary, P(Exp_c((1 - m) radius Log_c(x)/|Log_c(x)|)) with P = ``project`` (so
+    that the moved point passes ``check_point``: far out on the hyperboloid Exp misses the model
+    by more than its tolerance) and the public margin m = ``clip_margin`` (so that a re-check of
+    the moved point against the ball passes despite the rounding of distances); and the mask of
+    the points moved (``outside``: that mask when the caller has it already). A point at the cut
+    locus of the center (no single geodesic: ``Manifold.log_or_nan`` is NaN) goes to the center,
+    as one whose geodesic double precision cannot follow: a fixed map of each record either way
+    (the margin and projection depend on the public ball alone)."""
     if outside is None:
         with np.errstate(invalid="ignore"):
             outside = ~(manifold.dist(center, points) <= radius)  # a NaN distance is outside
@@ -179,7 +205,8 @@ def into_ball(manifold: Manifold, points: Array, center: Array, radius: float,
         target = np.array(np.broadcast_to(center, v.shape), dtype=float)
         ok = np.all(np.isfinite(v.reshape(len(v), -1)), axis=1)  # Exp is never asked of a NaN
         norms = manifold.norm(center, v[ok]).reshape((-1,) + (1,) * nd)
-        target[ok] = manifold.exp(center, radius * (1 - 1e-12) * v[ok] / norms)
+        shrink = radius * (1.0 - clip_margin(manifold, center, radius))
+        target[ok] = manifold.project(manifold.exp(center, shrink * v[ok] / norms))
     # a record whose geodesic from the center double precision cannot follow goes to the center:
     # still a fixed map of each record, so the guarantee holds for the clipped data
     lost = ~np.all(np.isfinite(target.reshape(len(target), -1)), axis=1)

@@ -70,7 +70,8 @@ from ..privacy.conversions import check_count, check_delta, check_positive
 from ..statistics import uniqueness_radius
 from .classes import MEAN_MECHANISMS, SmallClassWarning, _encode, private_class_means
 from .data_ball import (ClippingWarning, check_condition_cap, check_representable,
-                        clipped_tangent_coords, enforce_ball, enforce_condition, into_ball)
+                        clip_margin, clipped_tangent_coords, enforce_ball, enforce_condition,
+                        into_ball)
 from .release import Release, reserved
 
 FRECHET_RADIUS_SHARE = 0.9
@@ -180,8 +181,14 @@ def draw_ball(manifold: Manifold, plan: BallPlan, target: PureDP,
                              eps["pilot_radius"], rng)
     v = clipped_tangent_coords(manifold, center, x, r0)[0].mean(axis=0)
     scale = 2.0 * r0 / (n * eps["center"])
-    v = _project(v + l2_laplace(manifold.dim, scale, (), rng), r0)
-    c = manifold.exp(center, manifold.from_coords(center, v))
+    # post-processing of the noisy v: kept a public margin (``clip_margin``) inside B(center, r0)
+    # and projected onto the manifold, so that the inner releases' checks of (c, r), which
+    # ``plan_ball`` made at reach 2 radius, pass after the charge despite the rounding of
+    # dist(center, c) and of Exp (far out on the hyperboloid both exceed check_point's tolerance)
+    v = _project(v + l2_laplace(manifold.dim, scale, (), rng),
+                 r0 * (1.0 - clip_margin(manifold, center, radius)))
+    with np.errstate(all="ignore"):
+        c = manifold.project(manifold.exp(center, manifold.from_coords(center, v)))
     fallback = not _usable(manifold, c, center)  # decided on released and public points
     if fallback:
         c = center

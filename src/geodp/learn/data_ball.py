@@ -9,7 +9,7 @@ import numpy as np
 
 from ..chunked import ChunkedSample
 from ..manifolds import Manifold
-from ..manifolds.base import Array, represents_distance
+from ..manifolds.base import Array, represents_distance, reproject
 from ..manifolds.capabilities import has
 from ..parameters import ParameterError
 
@@ -82,10 +82,9 @@ NOISE_SPREAD = 32.0
 #: certified mean's rounding bound is, not a proof).
 MAX_NORM_ROUNDING = 1e-6
 #: ``into_ball`` moves a clipped record inside the boundary by this many times the rounding of a
-#: distance at the ball (``Manifold.norm_rounding`` x radius), so that a later re-check of the
-#: clipped record against the same ball (a per-class release without ``clip_data``) never finds
-#: it outside; ``CLIP_MARGIN_FLOOR`` (relative) where the manifold has no ``norm_rounding``, and
-#: never more than ``CLIP_MARGIN_CAP`` (relative).
+#: distance at the ball (``clip_margin``), so that a later re-check of the clipped record against
+#: the same ball (a per-class release without ``clip_data``) never finds it outside; at least
+#: ``CLIP_MARGIN_FLOOR`` and at most ``CLIP_MARGIN_CAP`` of the radius.
 CLIP_MARGIN_FACTOR = 16.0
 CLIP_MARGIN_FLOOR = 1e-12
 CLIP_MARGIN_CAP = 1e-3
@@ -131,9 +130,9 @@ def check_representable(manifold: Manifold, center: Array, radius: float, *,
             f"the public ball (radius {radius:g}{'' if reach is None else f', reach {reach:g}'}) "
             f"reaches points of {manifold!r} where double precision resolves tangent norms, "
             f"hence distances, sensitivities and gradient norms, only to {rounding:.2g} "
-            f"relative, above the {MAX_NORM_ROUNDING:g} a release allows{reaches}; "
-            f"{_resolved_radii(manifold, center)}: choose another radius, or a center nearer "
-            f"the model's origin")
+            f"relative, above the {MAX_NORM_ROUNDING:g} a release allows{reaches}; around this "
+            f"center they hold to it within {_resolved_extent(manifold, center):.4g}: choose a "
+            f"smaller radius, or a center nearer the model's origin")
     if has(manifold, "eigenvalue_range"):
         lo, hi = manifold.eigenvalue_range(center, extent + NOISE_SPREAD)
         if not (lo >= EIGENVALUE_RANGE[0] and hi <= EIGENVALUE_RANGE[1]):
@@ -147,48 +146,36 @@ def check_representable(manifold: Manifold, center: Array, radius: float, *,
                 f"of units) or choose a smaller radius")
 
 
-def _resolved_radii(manifold: Manifold, center: Array) -> str:
-    """The radii r with ``norm_rounding(center, r)`` <= ``MAX_NORM_ROUNDING``, in words: found on
-    a log grid from 1e-12 to 1e4 and refined at both ends by bisection (far out the estimate grows
-    with r, and below the model's length scale it also grows as r shrinks: an absolute rounding
-    seen at the ball's scale)."""
-    def holds(r: float) -> bool:
-        return manifold.norm_rounding(center, r) <= MAX_NORM_ROUNDING
-
-    radii = np.geomspace(1e-12, 1e4, 801)
-    ok = np.flatnonzero([holds(float(r)) for r in radii])
-    if not len(ok):
-        return "no ball around this center does"
-    ends = []
-    for inside, outside in ((ok[0], ok[0] - 1), (ok[-1], ok[-1] + 1)):
-        lo, hi = radii[inside], radii[outside] if 0 <= outside < len(radii) else radii[inside]
-        for _ in range(40):
-            mid = float(np.sqrt(lo * hi))
-            lo, hi = (mid, hi) if holds(mid) else (lo, mid)
-        ends.append(lo)
-    return f"balls around this center of radius (or reach) {ends[0]:.2g} to {ends[1]:.4g} do"
+def _resolved_extent(manifold: Manifold, center: Array) -> float:
+    """The largest r (to 1e-6) with ``norm_rounding(center, r)`` <= ``MAX_NORM_ROUNDING``
+    (0 where the center itself is beyond it), by bisection: the estimate grows with r."""
+    lo, hi = 0.0, 1.0
+    while manifold.norm_rounding(center, hi) <= MAX_NORM_ROUNDING:
+        lo, hi = hi, 2.0 * hi
+    while hi - lo > 1e-6 * max(hi, 1.0):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if manifold.norm_rounding(center, mid) <= MAX_NORM_ROUNDING else (lo, mid)
+    return lo
 
 
 def clip_margin(manifold: Manifold, center: Array, radius: float) -> float:
     """The relative margin by which ``into_ball`` moves a clipped record inside the boundary: a
-    function of the public ball alone, ``CLIP_MARGIN_FACTOR`` times the relative rounding of
-    distances there (``norm_rounding``, where the manifold has it; up to 1e-6 on an accepted
-    hyperbolic ball, where 1e-12 would leave re-checked records "outside"), at least
-    ``CLIP_MARGIN_FLOOR`` and at most ``CLIP_MARGIN_CAP``."""
-    margin = CLIP_MARGIN_FLOOR
-    if has(manifold, "norm_rounding"):
-        rounding = CLIP_MARGIN_FACTOR * float(manifold.norm_rounding(center, radius))
-        margin = min(max(margin, rounding), CLIP_MARGIN_CAP) if not np.isnan(rounding) \
-            else CLIP_MARGIN_CAP
-    return margin
+    function of the public ball alone, ``CLIP_MARGIN_FACTOR`` times the absolute rounding of
+    distances there (``Manifold.gradient_rounding``: far out on the hyperboloid about
+    eps R cosh^2, which a small ball sees at its own scale) over the radius, at least
+    ``CLIP_MARGIN_FLOOR`` and at most ``CLIP_MARGIN_CAP`` (also where the estimate overflows)."""
+    with np.errstate(all="ignore"):
+        rounding = CLIP_MARGIN_FACTOR * float(manifold.gradient_rounding(center, radius)) / radius
+    return min(max(CLIP_MARGIN_FLOOR, rounding), CLIP_MARGIN_CAP) if np.isfinite(rounding) \
+        else CLIP_MARGIN_CAP
 
 
 def into_ball(manifold: Manifold, points: Array, center: Array, radius: float,
               outside: Array | None = None) -> tuple[Array, Array]:
     """Each point outside B_radius(center) moved along its geodesic from the center to just
-    inside the boundary, P(Exp_c((1 - m) radius Log_c(x)/|Log_c(x)|)) with P = ``project`` (so
-    that the moved point passes ``check_point``: far out on the hyperboloid Exp misses the model
-    by more than its tolerance) and the public margin m = ``clip_margin`` (so that a re-check of
+    inside the boundary, P(Exp_c((1 - m) radius Log_c(x)/|Log_c(x)|)) with P =
+    ``base.reproject`` (so that the moved point passes ``check_point``: far out on the
+    hyperboloid Exp misses the model by more than its tolerance) and the public margin m = ``clip_margin`` (so that a re-check of
     the moved point against the ball passes despite the rounding of distances); and the mask of
     the points moved (``outside``: that mask when the caller has it already). A point at the cut
     locus of the center (no single geodesic: ``Manifold.log_or_nan`` is NaN) goes to the center,
@@ -206,7 +193,7 @@ def into_ball(manifold: Manifold, points: Array, center: Array, radius: float,
         ok = np.all(np.isfinite(v.reshape(len(v), -1)), axis=1)  # Exp is never asked of a NaN
         norms = manifold.norm(center, v[ok]).reshape((-1,) + (1,) * nd)
         shrink = radius * (1.0 - clip_margin(manifold, center, radius))
-        target[ok] = manifold.project(manifold.exp(center, shrink * v[ok] / norms))
+        target[ok] = reproject(manifold, manifold.exp(center, shrink * v[ok] / norms))
     # a record whose geodesic from the center double precision cannot follow goes to the center:
     # still a fixed map of each record, so the guarantee holds for the clipped data
     lost = ~np.all(np.isfinite(target.reshape(len(target), -1)), axis=1)

@@ -59,7 +59,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..manifolds import Manifold
-from ..manifolds.base import Array, as_generator
+from ..manifolds.base import Array, as_generator, reproject
 from ..mechanisms.euclidean import l2_laplace
 from ..mechanisms.geometric import two_sided_geometric
 from ..mechanisms.registry import lookup
@@ -182,13 +182,13 @@ def draw_ball(manifold: Manifold, plan: BallPlan, target: PureDP,
     v = clipped_tangent_coords(manifold, center, x, r0)[0].mean(axis=0)
     scale = 2.0 * r0 / (n * eps["center"])
     # post-processing of the noisy v: kept a public margin (``clip_margin``) inside B(center, r0)
-    # and projected onto the manifold, so that the inner releases' checks of (c, r), which
+    # and reprojected onto the model, so that the inner releases' checks of (c, r), which
     # ``plan_ball`` made at reach 2 radius, pass after the charge despite the rounding of
     # dist(center, c) and of Exp (far out on the hyperboloid both exceed check_point's tolerance)
     v = _project(v + l2_laplace(manifold.dim, scale, (), rng),
                  r0 * (1.0 - clip_margin(manifold, center, radius)))
     with np.errstate(all="ignore"):
-        c = manifold.project(manifold.exp(center, manifold.from_coords(center, v)))
+        c = reproject(manifold, manifold.exp(center, manifold.from_coords(center, v)))
     fallback = not _usable(manifold, c, center)  # decided on released and public points
     if fallback:
         c = center

@@ -647,6 +647,17 @@ def represents_distance(manifold: Manifold, point: Array, distance: float) -> bo
     return bool(np.all(np.isfinite(probe)))
 
 
+def reproject(manifold: Manifold, x: Array) -> Array:
+    """x projected back onto the model where its representation drifts from itself by rounding
+    far from an origin (manifolds with ``norm_rounding``: Exp far out on the hyperboloid misses
+    the sheet by more than ``check_point``'s tolerance), x itself elsewhere: other projections
+    are not rounding-sized moves (``SPD.project`` floors eigenvalues at 1e-12 of the largest,
+    which moved a certified mean and clipped records of an accepted ball out of it)."""
+    from .capabilities import has
+
+    return manifold.project(x) if has(manifold, "norm_rounding") else x
+
+
 def as_generator(rng: np.random.Generator | int | None) -> np.random.Generator:
     """A ``numpy.random.Generator`` from a generator, a seed, or fresh OS entropy."""
     if isinstance(rng, np.random.Generator):

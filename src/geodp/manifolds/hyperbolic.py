@@ -84,16 +84,15 @@ class Hyperbolic(Manifold):
                      * (1.0 + radius / self.radius))
 
     def norm_rounding(self, center: Array, radius: float) -> float:
-        """eps cosh(D)^2 max(1, R / r), D = (rho(origin, center) + r) / R: a unit tangent vector
-        at the ball's farthest point has coordinates of size cosh(D), and its Minkowski square
-        cancels from cosh(D)^2 to 1 (measured on 2000 states of a regression domain ``|v|`` <= 1
-        within 10 R of the origin: 2.7e-8); distances there, formed by the same cancellation,
-        carry an absolute error of about eps R cosh(D)^2 however close the points, which a ball
-        of radius r < R sees relative to r (B(c, 1e-7) at 11 R: a sixth of its own uniform
-        states failed its membership test)."""
+        """eps cosh(D)^2, D = (rho(origin, center) + r) / R: a unit tangent vector at the ball's
+        farthest point has coordinates of size cosh(D), and its Minkowski square cancels from
+        cosh(D)^2 to 1 (measured on 2000 states of a regression domain ``|v|`` <= 1 within 10 R
+        of the origin: 2.7e-8). Distances there, formed by the same cancellation, carry an
+        absolute error of about eps R cosh(D)^2 however close the points: releases whose
+        sensitivity is far smaller pay it in their calibration (``gradient_rounding``)."""
         reach = (float(self.dist(self.origin(), center)) + radius) / self.radius
-        with np.errstate(over="ignore", divide="ignore"):
-            return float(np.finfo(float).eps * np.cosh(reach)**2 * max(1.0, self.radius / radius))
+        with np.errstate(over="ignore"):
+            return float(np.finfo(float).eps * np.cosh(reach)**2)
 
     def radial_volume(self) -> tuple[str, float, float]:
         return "hyperbolic", float(np.sqrt(-self.curvature)), np.inf

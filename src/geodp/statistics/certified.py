@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..chunked import as_sample
-from ..manifolds.base import Array, Manifold
+from ..manifolds.base import Array, Manifold, reproject
 from ..progress import showing
 from .frechet import ConvergenceWarning, frechet_mean
 from .sensitivity import curvature_factor, smoothness_factor
@@ -168,12 +168,12 @@ def certified_mean(manifold: Manifold, points, center: Array, radius: float, *,
     mean = into_domain(manifold, fit.mean, center, radius, max_condition)
     gnorm = fit.grad_norm if mean is fit.mean else manifold.norm(mean, gradient(mean))
     if float(gnorm) <= 0.5 * tau:
-        # projected onto the manifold: far out on the hyperboloid Exp (the solver's steps,
+        # reprojected onto the model: far out on the hyperboloid Exp (the solver's steps,
         # ``into_ball``) misses the model by more than ``check_point``'s tolerance, and the mean
         # is checked again as the center of the release (a move of the order of that rounding)
-        return CertifiedMean(manifold.project(mean), tau, lam, fit.iterations, 0)
+        return CertifiedMean(reproject(manifold, mean), tau, lam, fit.iterations, 0)
     steps, eta = descent_steps(manifold, radius, tau)
     for _ in range(steps):  # re-projected onto the manifold, so rounding does not drift off it
         step = manifold.exp(mean, eta * manifold.to_tangent(mean, gradient(mean)))
         mean = into_domain(manifold, manifold.project(step), center, radius, max_condition)
-    return CertifiedMean(manifold.project(mean), tau, lam, fit.iterations, steps)
+    return CertifiedMean(reproject(manifold, mean), tau, lam, fit.iterations, steps)

@@ -106,13 +106,10 @@ def clipped_coordinate_sum(manifold: Manifold, w: Array, g: Array, bound: float,
         return _coordinate_route_sum(manifold, w, g, bound, lipschitz)
     with np.errstate(all="ignore"):
         norms = manifold.norm(w, g)
-    bad = ~np.isfinite(norms)
-    over = (norms > bound) | bad
-    scale = np.where(bad, 0.0, np.where(over, bound / np.where(over & ~bad, norms, 1.0), 1.0))
+    scale, bad, counted = _clip_scales(norms, bound, lipschitz)
     nd = len(manifold.point_shape)
     if bad.any():  # a pass over g only where a record needs zeroing (0 * nan is nan)
         g = np.where(bad.reshape(bad.shape + (1,) * nd), 0.0, g)
-    counted = (norms > bound * (1 + 1e-9)) | bad if lipschitz else over
     with np.errstate(all="ignore"):
         # sum_i scale_i g_i in one pass (einsum's loop, not BLAS: the same bits on any machine)
         weighted = np.einsum("i,ij->j", scale, g.reshape(len(g), -1))
@@ -132,15 +129,22 @@ def _coordinate_route_sum(manifold: Manifold, w: Array, g: Array, bound: float,
     with np.errstate(all="ignore"):
         c = manifold.to_coords(w, g).reshape(len(g), -1)
         norms = np.sqrt(np.einsum("ij,ij->i", c, c))
-    bad = ~np.isfinite(norms)
-    over = (norms > bound) | bad
-    scale = np.where(bad, 0.0, np.where(over, bound / np.where(over & ~bad, norms, 1.0), 1.0))
+    scale, bad, counted = _clip_scales(norms, bound, lipschitz)
     if bad.any():
         c = np.where(bad[:, None], 0.0, c)
-    counted = (norms > bound * (1 + 1e-9)) | bad if lipschitz else over
     with np.errstate(all="ignore"):
         total = np.einsum("i,ij->j", scale, c)
     return total, int(counted.sum())
+
+
+def _clip_scales(norms: Array, bound: float, lipschitz: bool) -> tuple[Array, Array, Array]:
+    """Per-record factors that scale vectors of these norms to at most ``bound`` (0 for a
+    non-finite norm), the non-finite mask, and the records counted as clipped (with
+    ``lipschitz``: those above the bound by more than 1e-9 relative, and the non-finite)."""
+    bad = ~np.isfinite(norms)
+    over = (norms > bound) | bad
+    scale = np.where(bad, 0.0, np.where(over, bound / np.where(over & ~bad, norms, 1.0), 1.0))
+    return scale, bad, (norms > bound * (1 + 1e-9)) | bad if lipschitz else over
 
 
 def _chunked_batch_sum(data: ChunkedSample, w: Array, step_gradients: Callable, rate: float,

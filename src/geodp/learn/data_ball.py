@@ -175,8 +175,9 @@ def into_ball(manifold: Manifold, points: Array, center: Array, radius: float,
     """Each point outside B_radius(center) moved along its geodesic from the center to just
     inside the boundary, P(Exp_c((1 - m) radius Log_c(x)/|Log_c(x)|)) with P =
     ``base.reproject`` (so that the moved point passes ``check_point``: far out on the
-    hyperboloid Exp misses the model by more than its tolerance) and the public margin m = ``clip_margin`` (so that a re-check of
-    the moved point against the ball passes despite the rounding of distances); and the mask of
+    hyperboloid Exp misses the model by more than its tolerance) and the public margin
+    m = ``clip_margin`` (so that a re-check of the moved point against the ball passes despite
+    the rounding of distances); and the mask of
     the points moved (``outside``: that mask when the caller has it already). A point at the cut
     locus of the center (no single geodesic: ``Manifold.log_or_nan`` is NaN) goes to the center,
     as one whose geodesic double precision cannot follow: a fixed map of each record either way

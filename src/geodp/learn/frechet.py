@@ -353,8 +353,8 @@ def kng_mean_calibration(manifold: Manifold, center: Array, radius: float, n: in
     hyperboloid with small Delta (many records or a small ball) rho is comparable to Delta or
     larger: there the computed norms of the review's neighbours differed by up to 4.6 Delta
     (Delta was not an honest calibration); elsewhere 2 rho is negligible (below 1e-13 on a unit
-    ball around the hyperboloid's origin, against Delta = 2 / n). rho is an estimate with a margin, not a proof (as
-    ``mean_tolerance``'s)."""
+    ball around the hyperboloid's origin, against Delta = 2 / n). rho is an estimate with a
+    margin, not a proof (as ``mean_tolerance``'s)."""
     rho = KNG_ROUNDING_MARGIN * gradient_rounding_bound(manifold, center, radius, max_condition)
     return kng_mean_sensitivity(manifold, radius, n) + 2.0 * rho, rho
 
@@ -504,9 +504,10 @@ def private_frechet_mean(manifold: Manifold, points: Array, epsilon: float | Non
       exp(-``|grad F_D(m)|`` / sigma), F_D(m) = (1/2n) sum_i rho(m, x_i)^2,
       sigma = 2 (Delta + 2 rho) / epsilon with Delta = ``kng_mean_sensitivity`` (Soto et al.
       2022) and rho a public bound on the computed gradient's rounding (``KNG_ROUNDING_MARGIN``
-      x ``Manifold.gradient_rounding``, ``kng_mean_calibration``; published as ``parameters["gradient_rounding"]``, Delta + 2 rho
-      as ``parameters["sensitivity"]``); sampled exactly through the strong convexity h(r, k) of
-      F on the ball (``sample_convex``). Gives epsilon-DP.
+      x ``Manifold.gradient_rounding``, ``kng_mean_calibration``; published as
+      ``parameters["gradient_rounding"]``, Delta + 2 rho as ``parameters["sensitivity"]``);
+      sampled exactly through the strong convexity h(r, k) of F on the ball
+      (``sample_convex``). Gives epsilon-DP.
 
     Parameters
     ----------

@@ -200,9 +200,8 @@ class Manifold(ABC):
     ``volume_density``, ``curvature_bounds``, ``injectivity_radius``, ``egrad_to_rgrad``,
     ``radial_volume``, ``eigen_laplace_size``, ``diameter``, ``before_cut_locus``,
     ``eigenvalue_range``, ``norm_rounding``, ``condition_numbers``, ``cap_condition``,
-    ``capped_gradient_rounding``): a manifold
-    without it raises ``MissingCapability`` naming itself and the method, and ``capabilities.has``
-    says so up front.
+    ``capped_gradient_rounding``): a manifold without it raises ``MissingCapability`` naming
+    itself and the method, and ``capabilities.has`` says so up front.
     ``tolerance`` is the distance from the manifold (in the ambient representation) that
     ``check_point`` and ``check_tangent`` accept.
 

@@ -79,9 +79,12 @@ class Hyperbolic(Manifold):
         """eps d R cosh(D)^2 (1 + r / R), D = (rho(origin, center) + r) / R: the ball's points
         have coordinates up to R cosh(D), the Minkowski products of the logarithm are of size
         R^2 cosh(D)^2 and cancel to the tangent vector's size."""
-        reach = (float(self.dist(self.origin(), center)) + radius) / self.radius
-        return float(np.finfo(float).eps * self.dim * self.radius * np.cosh(reach)**2
+        return float(np.finfo(float).eps * self.dim * self.radius * np.cosh(self._reach(center, radius))**2
                      * (1.0 + radius / self.radius))
+
+    def _reach(self, center: Array, radius: float) -> float:
+        """(rho(origin, center) + radius) / R: how far out, in curvature radii, a ball reaches."""
+        return (float(self.dist(self.origin(), center)) + radius) / self.radius
 
     def norm_rounding(self, center: Array, radius: float) -> float:
         """eps cosh(D)^2, D = (rho(origin, center) + r) / R: a unit tangent vector at the ball's
@@ -90,9 +93,8 @@ class Hyperbolic(Manifold):
         of the origin: 2.7e-8). Distances there, formed by the same cancellation, carry an
         absolute error of about eps R cosh(D)^2 however close the points: releases whose
         sensitivity is far smaller pay it in their calibration (``gradient_rounding``)."""
-        reach = (float(self.dist(self.origin(), center)) + radius) / self.radius
         with np.errstate(over="ignore"):
-            return float(np.finfo(float).eps * np.cosh(reach)**2)
+            return float(np.finfo(float).eps * np.cosh(self._reach(center, radius))**2)
 
     def radial_volume(self) -> tuple[str, float, float]:
         return "hyperbolic", float(np.sqrt(-self.curvature)), np.inf
